@@ -1,0 +1,54 @@
+"""``stitchgen`` console script: ``demo`` and ``golden``."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+__all__ = ["main"]
+
+
+def _demo(args: argparse.Namespace) -> int:
+    from .demo import run_demo
+
+    return 0 if run_demo(args.layers) else 1
+
+
+def _golden(args: argparse.Namespace) -> int:
+    from . import golden
+
+    root = Path(args.root) if args.root else golden.find_root()
+    if args.update:
+        changed = golden.update(root, args.k)
+        print(f"updated {len(changed)} golden file(s)" + (f": {', '.join(changed)}" if changed else ""))
+        return 0
+    problems = golden.check(root, args.k)
+    for problem in problems:
+        print(problem, file=sys.stderr)
+    if problems:
+        print(f"golden check: {len(problems)} problem(s)", file=sys.stderr)
+        return 1
+    print("golden check: all files match")
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="stitchgen", description=__doc__)
+    sub = parser.add_subparsers(dest="command", required=True)
+    demo = sub.add_parser("demo", help="trace, split and compile a small decoder; compare and time")
+    demo.add_argument("--layers", type=int, default=2)
+    demo.set_defaults(run=_demo)
+    gold = sub.add_parser("golden", help="check or regenerate the golden files")
+    mode = gold.add_mutually_exclusive_group(required=True)
+    mode.add_argument("--check", action="store_true", help="exit 1 with a diff on drift")
+    mode.add_argument("--update", action="store_true", help="rewrite the golden files")
+    gold.add_argument("--root", help="project root (default: found from the current directory)")
+    gold.add_argument("-k", action="append", metavar="CASE", help="only this case (repeatable)")
+    gold.set_defaults(run=_golden)
+    args = parser.parse_args(argv)
+    return args.run(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

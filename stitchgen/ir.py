@@ -1,0 +1,373 @@
+"""The program that stitchgen emits, as plain frozen dataclasses.
+
+``lower`` builds a :class:`Program` from an FX graph; passes (``liveness``,
+``naming``) rewrite it; ``render`` turns it into Python source. Every node is
+plain data: printable, comparable, hashable and, through :func:`to_json` /
+:func:`from_json`, JSON-round-trippable. The lifted constant *objects* are the
+one exception: they travel beside the program (``Program.const_values``), never
+inside the JSON.
+
+Each statement class names the template macro that renders it
+(``template: ClassVar[str]``), so a new kind of statement touches one class and
+one macro.
+"""
+
+from __future__ import annotations
+
+import base64
+import dataclasses
+import math
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any, ClassVar, Union
+
+# --------------------------------------------------------------------------
+# expressions
+
+
+@dataclass(frozen=True)
+class Name:
+    """A local variable or parameter of the function being rendered."""
+
+    id: str
+
+
+#: The exact types that render as Python literals (see ``literals.py``).
+PRIMITIVE_TYPES = (type(None), bool, int, float, complex, str, bytes, type(Ellipsis))
+
+
+@dataclass(frozen=True, eq=False)
+class Literal:
+    """A primitive value written inline: None, bool, int, float (inf and nan
+    included), complex, str, bytes or Ellipsis. Two literals are equal when
+    they have the same type and the same spelling (so ``True != 1`` and
+    ``0.0 != -0.0`` here, unlike in Python)."""
+
+    value: Any
+
+    def __post_init__(self) -> None:
+        if type(self.value) not in PRIMITIVE_TYPES:
+            raise TypeError(f"Literal holds a primitive value, not {type(self.value).__name__}")
+
+    def _key(self) -> tuple[str, str]:
+        return (type(self.value).__name__, repr(self.value))
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Literal) and self._key() == other._key()
+
+    def __hash__(self) -> int:
+        return hash(self._key())
+
+
+@dataclass(frozen=True)
+class ConstRef:
+    """A lifted constant: ``Program.consts[index]``, bound under ``name``."""
+
+    index: int
+    name: str
+
+
+@dataclass(frozen=True)
+class GlobalRef:
+    """An object reached by an exact qualified name: ``module`` is imported,
+    ``path`` is the attribute chain inside it (``torch`` + ``ops.aten.mm.default``).
+    ``builtins`` objects render as their bare name."""
+
+    module: str
+    path: str
+
+
+@dataclass(frozen=True)
+class TupleExpr:
+    items: tuple[Expr, ...]
+
+
+@dataclass(frozen=True)
+class ListExpr:
+    items: tuple[Expr, ...]
+
+
+@dataclass(frozen=True)
+class DictExpr:
+    items: tuple[tuple[Expr, Expr], ...]
+
+
+@dataclass(frozen=True)
+class SliceExpr:
+    start: Expr
+    stop: Expr
+    step: Expr
+
+
+Expr = Union[Name, Literal, ConstRef, GlobalRef, TupleExpr, ListExpr, DictExpr, SliceExpr]
+
+# --------------------------------------------------------------------------
+# callees
+
+
+@dataclass(frozen=True)
+class SubmodRef:
+    """A child module called through a binding: ``Program.submods[index]``."""
+
+    index: int
+    name: str
+
+
+@dataclass(frozen=True)
+class FunctionRef:
+    """An inlined GraphModule child, emitted as a function of the program."""
+
+    name: str
+
+
+@dataclass(frozen=True)
+class MethodRef:
+    """``receiver.method(...)`` (FX ``call_method``)."""
+
+    receiver: Expr
+    method: str
+
+
+Callee = Union[SubmodRef, FunctionRef, GlobalRef, ConstRef, MethodRef]
+
+# --------------------------------------------------------------------------
+# statements
+
+
+@dataclass(frozen=True)
+class Assign:
+    """``target = value``"""
+
+    target: str
+    value: Expr
+    template: ClassVar[str] = "assign"
+
+
+@dataclass(frozen=True)
+class Call:
+    """``target = callee(*args, **kwargs)``; ``node`` is the FX node's name."""
+
+    target: str
+    callee: Callee
+    args: tuple[Expr, ...] = ()
+    kwargs: tuple[tuple[str, Expr], ...] = ()
+    node: str = ""
+    template: ClassVar[str] = "call"
+
+
+@dataclass(frozen=True)
+class GetItem:
+    """``target = obj[index]``"""
+
+    target: str
+    obj: Expr
+    index: Expr
+    template: ClassVar[str] = "getitem"
+
+
+@dataclass(frozen=True)
+class Del:
+    """``del names...`` — emitted by the liveness pass."""
+
+    names: tuple[str, ...]
+    template: ClassVar[str] = "del"
+
+
+@dataclass(frozen=True)
+class Return:
+    value: Expr
+    template: ClassVar[str] = "return"
+
+
+Stmt = Union[Assign, Call, GetItem, Del, Return]
+
+# --------------------------------------------------------------------------
+# program
+
+
+@dataclass(frozen=True)
+class Param:
+    """A parameter. ``kind`` is ``""``, ``"*"`` or ``"**"``; ``keyword`` is the
+    name callers pass it by (the FX placeholder target)."""
+
+    name: str
+    default: Expr | None = None
+    kind: str = ""
+    keyword: str = ""
+
+
+@dataclass(frozen=True)
+class Function:
+    name: str
+    params: tuple[Param, ...]
+    body: tuple[Stmt, ...]
+    #: where the function came from: "" for the root graph, else the
+    #: qualified name of the inlined child module.
+    origin: str = ""
+
+
+@dataclass(frozen=True)
+class SubmodDecl:
+    """A child called through a binding; ``path`` is its qualified name in
+    the root module (the key users bind it by)."""
+
+    name: str
+    path: str
+
+
+@dataclass(frozen=True)
+class ConstDecl:
+    """A lifted constant; ``description`` says what it is, for readers."""
+
+    name: str
+    description: str
+
+
+@dataclass(frozen=True)
+class Program:
+    """A module: imports, a binder function whose parameters are the
+    submodule and constant bindings, and the functions defined inside it.
+    ``functions[-1]`` is the entry point (``name``)."""
+
+    name: str
+    binder: str
+    imports: tuple[str, ...]
+    submods: tuple[SubmodDecl, ...]
+    consts: tuple[ConstDecl, ...]
+    functions: tuple[Function, ...]
+    const_values: tuple[Any, ...] = field(default=(), compare=False, repr=False)
+
+    @property
+    def entry(self) -> Function:
+        return self.functions[-1]
+
+
+# --------------------------------------------------------------------------
+# traversal helpers
+
+
+def expr_names(expr: Any) -> Iterator[str]:
+    """Local names read by an expression or callee, in source order."""
+    if isinstance(expr, Name):
+        yield expr.id
+    elif isinstance(expr, (TupleExpr, ListExpr)):
+        for item in expr.items:
+            yield from expr_names(item)
+    elif isinstance(expr, DictExpr):
+        for key, value in expr.items:
+            yield from expr_names(key)
+            yield from expr_names(value)
+    elif isinstance(expr, SliceExpr):
+        yield from expr_names(expr.start)
+        yield from expr_names(expr.stop)
+        yield from expr_names(expr.step)
+    elif isinstance(expr, MethodRef):
+        yield from expr_names(expr.receiver)
+
+
+def reads(stmt: Stmt) -> Iterator[str]:
+    """Local names a statement reads, in source order (repeats possible)."""
+    if isinstance(stmt, Assign):
+        yield from expr_names(stmt.value)
+    elif isinstance(stmt, Call):
+        yield from expr_names(stmt.callee)
+        for arg in stmt.args:
+            yield from expr_names(arg)
+        for _, value in stmt.kwargs:
+            yield from expr_names(value)
+    elif isinstance(stmt, GetItem):
+        yield from expr_names(stmt.obj)
+        yield from expr_names(stmt.index)
+    elif isinstance(stmt, Return):
+        yield from expr_names(stmt.value)
+
+
+def defines(stmt: Stmt) -> str | None:
+    """The local name a statement assigns, if any."""
+    return getattr(stmt, "target", None)
+
+
+# --------------------------------------------------------------------------
+# JSON
+
+_CLASSES = {
+    cls.__name__: cls
+    for cls in (
+        Name, Literal, ConstRef, GlobalRef, TupleExpr, ListExpr, DictExpr, SliceExpr,
+        SubmodRef, FunctionRef, MethodRef, Assign, Call, GetItem, Del, Return,
+        Param, Function, SubmodDecl, ConstDecl, Program,
+    )
+}
+
+
+def _literal_to_json(value: Any) -> Any:
+    kind = type(value)
+    if value is None or kind in (bool, str):
+        return value
+    if kind is int:
+        return {"int": str(value)}
+    if kind is float:
+        return {"float": repr(value)}
+    if kind is complex:
+        return {"complex": [repr(value.real), repr(value.imag)]}
+    if kind is bytes:
+        return {"bytes": base64.b64encode(value).decode("ascii")}
+    if value is Ellipsis:
+        return {"ellipsis": True}
+    raise TypeError(f"not a literal: {value!r}")
+
+
+def _float(text: str) -> float:
+    value = float(text)
+    return math.nan if math.isnan(value) else value
+
+
+def _literal_from_json(data: Any) -> Any:
+    if not isinstance(data, dict):
+        return data
+    ((kind, payload),) = data.items()
+    if kind == "int":
+        return int(payload)
+    if kind == "float":
+        return _float(payload)
+    if kind == "complex":
+        return complex(_float(payload[0]), _float(payload[1]))
+    if kind == "bytes":
+        return base64.b64decode(payload)
+    if kind == "ellipsis":
+        return Ellipsis
+    raise ValueError(f"unknown literal encoding {kind!r}")
+
+
+def to_json(node: Any) -> Any:
+    """Encode an IR object as JSON-compatible data (lifted objects excluded)."""
+    if isinstance(node, Literal):
+        return {"_type": "Literal", "value": _literal_to_json(node.value)}
+    if dataclasses.is_dataclass(node):
+        out: dict[str, Any] = {"_type": type(node).__name__}
+        for f in dataclasses.fields(node):
+            if f.compare:
+                out[f.name] = to_json(getattr(node, f.name))
+        return out
+    if isinstance(node, tuple):
+        return [to_json(item) for item in node]
+    if node is None or isinstance(node, (str, int)):
+        return node
+    raise TypeError(f"cannot encode {type(node).__name__} in IR JSON")
+
+
+def from_json(data: Any, const_values: tuple[Any, ...] = ()) -> Any:
+    """Decode :func:`to_json` output; ``const_values`` is re-attached to a Program."""
+    if isinstance(data, list):
+        return tuple(from_json(item) for item in data)
+    if not isinstance(data, dict):
+        return data
+    cls = _CLASSES.get(data.get("_type", ""))
+    if cls is None:
+        raise ValueError(f"unknown IR node type {data.get('_type')!r}")
+    if cls is Literal:
+        return Literal(_literal_from_json(data["value"]))
+    kwargs = {k: from_json(v) for k, v in data.items() if k != "_type"}
+    if cls is Program:
+        kwargs["const_values"] = tuple(const_values)
+    return cls(**kwargs)

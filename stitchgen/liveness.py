@@ -1,0 +1,60 @@
+"""The liveness pass: a ``del`` right after each local's last use.
+
+For every function of a program, existing ``Del`` statements are dropped
+(the pass is idempotent) and a ``Del`` is placed
+
+* after the statement that reads a local for the last time (parameters
+  included — a parameter never read is deleted before the first statement);
+* right after the statement that makes a local nobody reads (the statement
+  still runs: calls keep their side effects and their order);
+* never for a local that the ``Return`` reads, and never after the ``Return``.
+
+Locals are single-assignment (FX node names), so a name's last use is
+unambiguous. Names in one ``Del`` appear in the order they were defined.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+from .ir import Del, Function, Program, Return, Stmt, defines, reads
+
+__all__ = ["insert_dels"]
+
+
+def insert_dels(program: Program) -> Program:
+    """Return ``program`` with dels placed in every function."""
+    functions = tuple(_function(fn) for fn in program.functions)
+    return dataclasses.replace(program, functions=functions)
+
+
+def _function(fn: Function) -> Function:
+    body = [stmt for stmt in fn.body if not isinstance(stmt, Del)]
+    order: dict[str, int] = {}  # name -> definition order
+    position: dict[str, int] = {}  # name -> index of the statement after which it dies
+    for param in fn.params:
+        order[param.name] = len(order)
+        position[param.name] = -1
+    keep: set[str] = set()
+    for i, stmt in enumerate(body):
+        if isinstance(stmt, Return):
+            keep.update(reads(stmt))
+            continue
+        for name in reads(stmt):
+            position[name] = i
+        target = defines(stmt)
+        if target is not None:
+            order.setdefault(target, len(order))
+            position.setdefault(target, i)
+    dies_after: dict[int, list[str]] = {}
+    for name, index in position.items():
+        if name not in keep and name in order:
+            dies_after.setdefault(index, []).append(name)
+    out: list[Stmt] = []
+    if -1 in dies_after:
+        out.append(Del(tuple(sorted(dies_after[-1], key=order.__getitem__))))
+    for i, stmt in enumerate(body):
+        out.append(stmt)
+        if i in dies_after:
+            out.append(Del(tuple(sorted(dies_after[i], key=order.__getitem__))))
+    return dataclasses.replace(fn, body=tuple(out))

@@ -1,0 +1,366 @@
+"""Lower an FX GraphModule into a :class:`~stitchgen.ir.Program`.
+
+One pass over each graph's nodes. Decisions made here: which children are
+inlined (plain ``GraphModule`` children without hooks) and which are called
+through a binding, how each constant is written (inline literal, exact
+qualified name, or lifted binding — see ``literals.py``), and what every FX
+argument becomes as an IR expression. Names stay the FX node names here; the
+``naming`` pass makes them valid and collision-free, the ``liveness`` pass adds
+the dels.
+"""
+
+from __future__ import annotations
+
+import enum
+import keyword
+import operator
+from collections.abc import Callable, Iterable
+from typing import Any
+
+import torch
+import torch.fx as fx
+from torch.fx.immutable_collections import immutable_dict, immutable_list
+
+from . import liveness, naming
+from .errors import CodegenError
+from .ir import (
+    Assign,
+    Call,
+    ConstDecl,
+    ConstRef,
+    DictExpr,
+    Expr,
+    Function,
+    FunctionRef,
+    GetItem,
+    GlobalRef,
+    ListExpr,
+    Literal,
+    MethodRef,
+    Name,
+    Param,
+    Program,
+    Return,
+    SliceExpr,
+    Stmt,
+    SubmodDecl,
+    SubmodRef,
+    TupleExpr,
+)
+from .literals import is_primitive, qualified_ref
+
+__all__ = ["fetch_attr", "is_inlinable", "lower"]
+
+_LISTS = (list, immutable_list)
+_DICTS = (dict, immutable_dict)
+
+
+def lower(
+    gm: fx.GraphModule,
+    *,
+    name: str = "execution_fn",
+    opaque: Iterable[str] = (),
+) -> Program:
+    """Lower ``gm``'s graph to a program whose entry function is ``name``.
+
+    Children named in ``opaque`` (qualified names, e.g. ``"submod_1"``) are
+    called through bindings; other ``GraphModule`` children are inlined
+    (recursively); any other child is called through a binding whose default
+    is the child itself. The result has already been through the liveness and
+    naming passes, so it is ready to render.
+
+    >>> import torch, torch.fx as fx
+    >>> gm = fx.symbolic_trace(lambda x: torch.relu(x) + 1)
+    >>> program = lower(gm)
+    >>> [p.name for p in program.entry.params]
+    ['x']
+    """
+    if not isinstance(gm, fx.GraphModule):
+        raise TypeError(
+            f"stitchgen expects a torch.fx.GraphModule, got {type(gm).__module__}."
+            f"{type(gm).__qualname__}"
+        )
+    if not isinstance(name, str) or not name.isidentifier() or keyword.iskeyword(name):
+        raise ValueError(f"function name must be a Python identifier, got {name!r}")
+    lowerer = _Lowerer(gm, frozenset(opaque))
+    entry = lowerer.function(gm, prefix="", name=name)
+    unused = lowerer.opaque - set(lowerer.submod_index)
+    if unused:
+        raise CodegenError(
+            f"no call_module node calls {sorted(unused)}; the graph calls "
+            f"{sorted(lowerer.submod_index) + sorted(lowerer.inlined)}"
+        )
+    program = Program(
+        name=name,
+        binder="bind",
+        imports=tuple(sorted(lowerer.imports)),
+        submods=tuple(lowerer.submod_decls),
+        consts=tuple(lowerer.const_decls),
+        functions=(*lowerer.inlined.values(), entry),
+        const_values=tuple(lowerer.const_values),
+    )
+    program = liveness.insert_dels(program)
+    return naming.assign_names(program)
+
+
+def fetch_attr(owner: torch.nn.Module, target: str) -> Any:
+    """``owner.a.b.c`` for ``target == "a.b.c"``, the way FX looks it up."""
+    obj: Any = owner
+    for atom in target.split("."):
+        obj = getattr(obj, atom)
+    return obj
+
+
+def is_inlinable(child: Any) -> bool:
+    """A GraphModule whose call does nothing but run its graph: no hooks
+    registered on it (module-global hooks are not consulted)."""
+    if not isinstance(child, fx.GraphModule):
+        return False
+    hooks = (
+        child._forward_hooks,
+        child._forward_pre_hooks,
+        getattr(child, "_backward_hooks", {}),
+        getattr(child, "_backward_pre_hooks", {}),
+    )
+    return not any(hooks)
+
+
+class _Lowerer:
+    def __init__(self, root: fx.GraphModule, opaque: frozenset[str]) -> None:
+        self.root = root
+        self.opaque = opaque
+        self.imports: set[str] = set()
+        self.const_index: dict[int, int] = {}
+        self.const_values: list[Any] = []
+        self.const_decls: list[ConstDecl] = []
+        self.submod_index: dict[str, int] = {}
+        self.submod_decls: list[SubmodDecl] = []
+        #: defaults for the submodule bindings: the children found on the root
+        self.submod_defaults: dict[str, Any] = {}
+        self.inlined: dict[str, Function] = {}
+        self._in_progress: list[int] = []
+
+    # -- functions ------------------------------------------------------
+
+    def function(self, gm: fx.GraphModule, prefix: str, name: str) -> Function:
+        graph = gm.graph
+        env: dict[fx.Node, Expr] = {}
+        params: list[Param] = []
+        body: list[Stmt] = []
+        returned = False
+        for node in graph.nodes:
+            if returned:
+                raise CodegenError("node follows the graph's output node", node)
+            op = node.op
+            if op == "placeholder":
+                params.append(self.placeholder(node, env))
+            elif op == "output":
+                if len(node.args) != 1 or node.kwargs:
+                    raise CodegenError("output node must have exactly one argument", node)
+                body.append(Return(self.arg(node.args[0], node, env)))
+                returned = True
+            elif op == "get_attr":
+                body.append(Assign(node.name, self.get_attr(gm, node)))
+            elif op == "call_module":
+                body.append(self.call_module(gm, prefix, node, env))
+            elif op == "call_function":
+                body.append(self.call_function(node, env))
+            elif op == "call_method":
+                body.append(self.call_method(node, env))
+            else:
+                raise CodegenError(f"unsupported op {op!r}", node)
+            if op != "output":
+                env[node] = Name(node.name)
+        if not returned:
+            raise CodegenError(
+                f"graph of {prefix.rstrip('.') or 'the root module'} has no output node"
+            )
+        return Function(name, tuple(params), tuple(body), origin=prefix.rstrip("."))
+
+    def placeholder(self, node: fx.Node, env: dict[fx.Node, Expr]) -> Param:
+        target = str(node.target)
+        kind = "**" if target.startswith("**") else "*" if target.startswith("*") else ""
+        default = self.arg(node.args[0], node, env) if node.args else None
+        return Param(node.name, default, kind, keyword=target[len(kind) :])
+
+    # -- nodes ----------------------------------------------------------
+
+    def get_attr(self, gm: fx.GraphModule, node: fx.Node) -> Expr:
+        try:
+            value = fetch_attr(gm, str(node.target))
+        except AttributeError:
+            raise CodegenError("get_attr target is not an attribute of its module", node) from None
+        if is_primitive(value):
+            return Literal(value)
+        return self.constant(value, hint=str(node.target))
+
+    def call_module(
+        self, gm: fx.GraphModule, prefix: str, node: fx.Node, env: dict[fx.Node, Expr]
+    ) -> Call:
+        target = str(node.target)
+        path = prefix + target
+        args = tuple(self.arg(a, node, env) for a in node.args)
+        kwargs = self.kwargs(node, env)
+        if path in self.opaque:
+            callee: Any = self.submod(path, None)
+        else:
+            try:
+                child = fetch_attr(gm, target)
+            except AttributeError:
+                raise CodegenError(
+                    f"call_module target {target!r} is not a submodule of "
+                    f"{prefix.rstrip('.') or 'the root module'}",
+                    node,
+                ) from None
+            if is_inlinable(child):
+                callee = self.inline(child, path, node)
+            elif callable(child):
+                callee = self.submod(path, child)
+            else:
+                raise CodegenError(f"call_module target {target!r} is not callable", node)
+        return Call(node.name, callee, args, kwargs, node=node.name)
+
+    def call_function(self, node: fx.Node, env: dict[fx.Node, Expr]) -> Stmt:
+        target = node.target
+        if target is operator.getitem and len(node.args) == 2 and not node.kwargs:
+            obj = self.arg(node.args[0], node, env)
+            return GetItem(node.name, obj, self.arg(node.args[1], node, env))
+        if not callable(target):
+            raise CodegenError("call_function target is not callable", node)
+        callee = self.callable(target)
+        args = tuple(self.arg(a, node, env) for a in node.args)
+        return Call(node.name, callee, args, self.kwargs(node, env), node=node.name)
+
+    def call_method(self, node: fx.Node, env: dict[fx.Node, Expr]) -> Call:
+        if not isinstance(node.target, str) or not node.args:
+            raise CodegenError("call_method needs a method name and a receiver", node)
+        receiver = self.arg(node.args[0], node, env)
+        args = tuple(self.arg(a, node, env) for a in node.args[1:])
+        return Call(
+            node.name, MethodRef(receiver, node.target), args, self.kwargs(node, env), node.name
+        )
+
+    def kwargs(self, node: fx.Node, env: dict[fx.Node, Expr]) -> tuple[tuple[str, Expr], ...]:
+        out = []
+        for key, value in node.kwargs.items():
+            if not isinstance(key, str):
+                raise CodegenError(f"keyword argument name {key!r} is not a string", node)
+            out.append((key, self.arg(value, node, env)))
+        return tuple(out)
+
+    # -- children -------------------------------------------------------
+
+    def submod(self, path: str, default: Any) -> SubmodRef:
+        index = self.submod_index.get(path)
+        if index is None:
+            index = self.submod_index[path] = len(self.submod_decls)
+            self.submod_decls.append(SubmodDecl(f"call_{path}", path))
+            if default is not None:
+                self.submod_defaults[path] = default
+        return SubmodRef(index, self.submod_decls[index].name)
+
+    def inline(self, child: fx.GraphModule, path: str, node: fx.Node) -> FunctionRef:
+        if path not in self.inlined:
+            if id(child) in self._in_progress:
+                raise CodegenError(f"GraphModule {path!r} calls itself", node)
+            self._in_progress.append(id(child))
+            try:
+                fn = self.function(child, prefix=path + ".", name=f"inlined_{path}")
+            finally:
+                self._in_progress.pop()
+            self.inlined[path] = fn
+        return FunctionRef(self.inlined[path].name)
+
+    # -- values ---------------------------------------------------------
+
+    def callable(self, target: Callable[..., Any]) -> GlobalRef | ConstRef:
+        ref = qualified_ref(target)
+        if ref is not None:
+            self._import(ref)
+            return ref
+        return self.lift(target, getattr(target, "__name__", None) or type(target).__name__)
+
+    def constant(self, value: Any, hint: str) -> Expr:
+        ref = qualified_ref(value)
+        if ref is not None:
+            self._import(ref)
+            return ref
+        return self.lift(value, hint)
+
+    def _import(self, ref: GlobalRef) -> None:
+        if ref.module != "builtins":
+            self.imports.add(ref.module)
+
+    def lift(self, value: Any, hint: str) -> ConstRef:
+        index = self.const_index.get(id(value))
+        if index is None:
+            index = self.const_index[id(value)] = len(self.const_values)
+            self.const_values.append(value)  # keeps the object (and its id) alive
+            self.const_decls.append(ConstDecl(f"const_{hint}", _describe(value)))
+        return ConstRef(index, self.const_decls[index].name)
+
+    def arg(self, a: Any, node: fx.Node, env: dict[fx.Node, Expr]) -> Expr:
+        """An FX argument (any nesting of nodes, containers and constants)."""
+        if isinstance(a, fx.Node):
+            expr = env.get(a)
+            if expr is None:
+                where = "another graph" if a.graph is not node.graph else "later in the graph"
+                raise CodegenError(f"uses node {a.name!r} from {where}", node)
+            return expr
+        kind = type(a)
+        if kind in _LISTS:
+            return ListExpr(tuple(self.arg(x, node, env) for x in a))
+        if kind is tuple:
+            return TupleExpr(tuple(self.arg(x, node, env) for x in a))
+        if kind in _DICTS:
+            return DictExpr(
+                tuple((self.arg(k, node, env), self.arg(v, node, env)) for k, v in a.items())
+            )
+        if kind is slice:
+            return SliceExpr(
+                self.arg(a.start, node, env),
+                self.arg(a.stop, node, env),
+                self.arg(a.step, node, env),
+            )
+        if is_primitive(a):
+            return Literal(a)
+        if _holds_node(a):
+            raise CodegenError(
+                f"argument of type {kind.__qualname__} holds graph values; only tuple, "
+                "list, dict and slice displays may",
+                node,
+            )
+        return self.constant(a, hint=_hint(a))
+
+
+def _holds_node(value: Any) -> bool:
+    if isinstance(value, fx.Node):
+        return True
+    if isinstance(value, (tuple, list)):
+        return any(_holds_node(x) for x in value)
+    if isinstance(value, dict):
+        return any(_holds_node(k) or _holds_node(v) for k, v in value.items())
+    return False
+
+
+def _hint(value: Any) -> str:
+    if isinstance(value, torch.device):
+        return f"device_{value.type}" + ("" if value.index is None else f"_{value.index}")
+    return type(value).__name__.lower()
+
+
+def _describe(value: Any) -> str:
+    """A deterministic one-line description (no ids, no addresses)."""
+    if isinstance(value, torch.Tensor):
+        return f"Tensor{list(value.shape)} {value.dtype} on {value.device.type}"
+    if isinstance(value, (torch.device, torch.Size)):
+        return repr(value)
+    if isinstance(value, enum.Enum):
+        return f"enum member {type(value).__qualname__}.{value.name}"
+    if isinstance(value, type):
+        return f"class {value.__module__}.{value.__qualname__}"
+    name = getattr(value, "__qualname__", None)
+    if callable(value) and isinstance(name, str):
+        return f"{type(value).__name__} {name}"
+    return f"{type(value).__module__}.{type(value).__qualname__} object"
+

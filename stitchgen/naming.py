@@ -1,0 +1,202 @@
+"""The naming pass: every identifier in the emitted module valid and unique.
+
+A :class:`Namespace` owns the names of one scope. The module scope reserves
+Python keywords, builtins, the reserved globals ``inf``/``nan``, and the
+top-level names of imported modules; then it names the entry function (the
+user's name, kept exactly), the binder, the bindings (submodules, constants)
+and the inlined functions. Each function's locals are named in a copy of that
+scope, so no local can shadow ``torch``, a builtin, a binding or a helper.
+A name that is taken gets ``_1``, ``_2``, … appended; a name that is not an
+ASCII identifier is sanitized first. Parameters keep their keyword when they
+can, and calls to inlined functions follow their parameters' new names.
+"""
+
+from __future__ import annotations
+
+import builtins
+import dataclasses
+import keyword
+import re
+from typing import Any
+
+from .ir import (
+    Assign,
+    Call,
+    ConstDecl,
+    ConstRef,
+    Del,
+    DictExpr,
+    Function,
+    FunctionRef,
+    GetItem,
+    ListExpr,
+    MethodRef,
+    Name,
+    Param,
+    Program,
+    Return,
+    SliceExpr,
+    Stmt,
+    SubmodDecl,
+    SubmodRef,
+    TupleExpr,
+)
+
+__all__ = ["RESERVED", "Namespace", "assign_names"]
+
+#: names no generated identifier may take
+RESERVED = frozenset(keyword.kwlist) | frozenset(dir(builtins)) | {"inf", "nan"}
+
+_INVALID = re.compile(r"[^0-9A-Za-z_]")
+
+
+def sanitize(hint: str) -> str:
+    """An ASCII identifier close to ``hint`` (not yet checked for collisions)."""
+    name = _INVALID.sub("_", hint) or "_"
+    return "_" + name if name[0].isdigit() else name
+
+
+class Namespace:
+    """The names taken in one scope; :meth:`create` hands out fresh ones.
+
+    >>> ns = Namespace()
+    >>> ns.create("torch"), ns.create("x"), ns.create("x"), ns.create("class")
+    ('torch', 'x', 'x_1', 'class_1')
+    """
+
+    def __init__(self, taken: frozenset[str] | set[str] = RESERVED) -> None:
+        self._taken = set(taken)
+        self._next: dict[str, int] = {}
+
+    def reserve(self, name: str) -> None:
+        self._taken.add(name)
+
+    def __contains__(self, name: str) -> bool:
+        return name in self._taken
+
+    def create(self, hint: str) -> str:
+        base = sanitize(hint)
+        name = base
+        while name in self._taken:
+            n = self._next.get(base, 0) + 1
+            self._next[base] = n
+            name = f"{base}_{n}"
+        self._taken.add(name)
+        return name
+
+    def copy(self) -> Namespace:
+        other = Namespace(self._taken)
+        other._next = dict(self._next)
+        return other
+
+
+def assign_names(program: Program) -> Program:
+    """Rename every identifier of ``program`` so the module is valid Python
+    in which nothing shadows anything else."""
+    scope = Namespace()
+    for module in program.imports:
+        scope.reserve(module.partition(".")[0])
+    if program.name in scope:
+        raise ValueError(
+            f"function name {program.name!r} would shadow a builtin, keyword or imported "
+            f"module ({', '.join(program.imports) or 'none imported'}); choose another name"
+        )
+    scope.reserve(program.name)
+    binder = scope.create(program.binder)
+    submods = tuple(SubmodDecl(scope.create(s.name), s.path) for s in program.submods)
+    consts = tuple(ConstDecl(scope.create(c.name), c.description) for c in program.consts)
+    *inlined, entry = program.functions
+    fn_names = {fn.name: scope.create(fn.name) for fn in inlined}
+    # parameters first: calls to an inlined function need its new keyword names
+    local_scopes: list[tuple[Namespace, dict[str, str], tuple[Param, ...]]] = []
+    keywords: dict[str, dict[str, str]] = {}
+    for fn in program.functions:
+        ns = scope.copy()
+        names: dict[str, str] = {}
+        params = []
+        for p in fn.params:
+            names[p.name] = ns.create(p.keyword or p.name)
+            params.append(dataclasses.replace(p, name=names[p.name]))
+        local_scopes.append((ns, names, tuple(params)))
+        keywords[fn_names.get(fn.name, fn.name)] = {
+            p.keyword: new.name for p, new in zip(fn.params, params) if p.keyword
+        }
+    renamer = _Renamer(submods, consts, fn_names, keywords)
+    functions = []
+    for fn, (ns, names, params) in zip(program.functions, local_scopes):
+        for stmt in fn.body:
+            target = getattr(stmt, "target", None)
+            if target is not None and target not in names:
+                names[target] = ns.create(target)
+        renamer.locals = names
+        params = tuple(
+            dataclasses.replace(p, default=renamer.expr(p.default)) if p.default else p
+            for p in params
+        )
+        body = tuple(renamer.stmt(s) for s in fn.body)
+        name = program.name if fn is entry else fn_names[fn.name]
+        functions.append(Function(name, params, body, fn.origin))
+    return dataclasses.replace(
+        program,
+        binder=binder,
+        submods=submods,
+        consts=consts,
+        functions=tuple(functions),
+    )
+
+
+class _Renamer:
+    def __init__(
+        self,
+        submods: tuple[SubmodDecl, ...],
+        consts: tuple[ConstDecl, ...],
+        fn_names: dict[str, str],
+        keywords: dict[str, dict[str, str]],
+    ) -> None:
+        self.submods = submods
+        self.consts = consts
+        self.fn_names = fn_names
+        self.keywords = keywords
+        self.locals: dict[str, str] = {}
+
+    def expr(self, e: Any) -> Any:
+        if isinstance(e, Name):
+            return Name(self.locals[e.id])
+        if isinstance(e, ConstRef):
+            return ConstRef(e.index, self.consts[e.index].name)
+        if isinstance(e, SubmodRef):
+            return SubmodRef(e.index, self.submods[e.index].name)
+        if isinstance(e, FunctionRef):
+            return FunctionRef(self.fn_names[e.name])
+        if isinstance(e, MethodRef):
+            return MethodRef(self.expr(e.receiver), e.method)
+        if isinstance(e, TupleExpr):
+            return TupleExpr(tuple(self.expr(x) for x in e.items))
+        if isinstance(e, ListExpr):
+            return ListExpr(tuple(self.expr(x) for x in e.items))
+        if isinstance(e, DictExpr):
+            return DictExpr(tuple((self.expr(k), self.expr(v)) for k, v in e.items))
+        if isinstance(e, SliceExpr):
+            return SliceExpr(self.expr(e.start), self.expr(e.stop), self.expr(e.step))
+        return e  # Literal, GlobalRef
+
+    def stmt(self, s: Stmt) -> Stmt:
+        if isinstance(s, Call):
+            callee = self.expr(s.callee)
+            kw = self.keywords.get(callee.name, {}) if isinstance(callee, FunctionRef) else {}
+            return Call(
+                self.locals[s.target],
+                callee,
+                tuple(self.expr(a) for a in s.args),
+                tuple((kw.get(k, k), self.expr(v)) for k, v in s.kwargs),
+                s.node,
+            )
+        if isinstance(s, GetItem):
+            return GetItem(self.locals[s.target], self.expr(s.obj), self.expr(s.index))
+        if isinstance(s, Assign):
+            return Assign(self.locals[s.target], self.expr(s.value))
+        if isinstance(s, Del):
+            return Del(tuple(self.locals[n] for n in s.names))
+        if isinstance(s, Return):
+            return Return(self.expr(s.value))
+        raise TypeError(f"unknown statement {type(s).__name__}")

@@ -1,0 +1,448 @@
+"""The golden corpus: every graph shape stitchgen must handle.
+
+Each case builds a stitching graph (``gm``), the inputs to call it with and
+the children to call through bindings (``submods``). ``golden/<name>.py`` is
+the black-formatted code that ``stitchgen.generate`` emits for it; the tests
+compare against it and run the code against ``gm`` itself (the oracle).
+``stitchgen golden --update`` rewrites the files from this registry.
+"""
+
+from __future__ import annotations
+
+import enum
+import functools
+import inspect
+import math
+import operator
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+import torch.fx as fx
+from torch.fx._lazy_graph_module import _make_graph_module, _use_lazy_graph_module
+
+from stitchgen.demo import split_decoder
+
+
+@dataclass
+class Case:
+    gm: fx.GraphModule
+    inputs: tuple[Any, ...]
+    submods: dict[str, Callable[..., Any]] = field(default_factory=dict)
+    #: FX cannot generate code for some valid graphs (constants it cannot
+    #: spell, targets it cannot name); those run through fx.Interpreter.
+    interpret: bool = False
+
+    def expected(self) -> Any:
+        if self.interpret:
+            return fx.Interpreter(self.gm).run(*self.inputs)
+        return self.gm(*self.inputs)
+
+
+CASES: dict[str, Callable[[str], Case]] = {}
+
+
+def case(build: Callable[[str], Case]) -> Callable[[str], Case]:
+    CASES[build.__name__] = build
+    return build
+
+
+def graph_module(
+    root: dict[str, Any], build: Callable[[fx.Graph], Any], lazy: bool = False
+) -> fx.GraphModule:
+    """``lazy``: do not run FX's own code generation (for graphs it cannot spell)."""
+    graph = fx.Graph()
+    graph.output(build(graph))
+    with _use_lazy_graph_module(lazy):
+        return _make_graph_module(root, graph)
+
+
+def tuple_piece(build: Callable[[fx.Graph], tuple[Any, ...]], root: dict | None = None):
+    """A child GraphModule returning a tuple, as split_module(tuple_return=True) makes."""
+    return graph_module(root or {}, build)
+
+
+# -- real graphs -------------------------------------------------------------
+
+
+@case
+def decoder_1_layer(device: str) -> Case:
+    gm, inputs = split_decoder(1, device=device)
+    return Case(gm, inputs)
+
+
+@case
+def decoder_4_layers(device: str) -> Case:
+    gm, inputs = split_decoder(4, device=device)
+    return Case(gm, inputs)
+
+
+@case
+def decoder_opaque_pieces(device: str) -> Case:
+    """Pieces already compiled elsewhere: every child called through a binding."""
+    gm, inputs = split_decoder(2, device=device)
+    return Case(gm, inputs, submods=dict(gm.named_children()))
+
+
+class _DynamoModel(torch.nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.qkv = torch.nn.Linear(8, 24)
+        self.out = torch.nn.Linear(8, 8)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        q, k, v = self.qkv(x).split(8, dim=-1)
+        a = torch.ops.stitchgen_demo.attention(q, k, v)
+        return self.out(a * x.shape[0]).relu()[: x.shape[0] - 1]
+
+
+def capture_dynamo(model: torch.nn.Module, *args: Any) -> tuple[fx.GraphModule, list[Any]]:
+    """The graph Dynamo hands a backend (dynamic shapes: SymInt placeholders),
+    and real inputs for it (SymInts replaced by the values they stand for)."""
+    captured: list[tuple[fx.GraphModule, list[Any]]] = []
+
+    def backend(gm: fx.GraphModule, example_inputs: list[Any]) -> Callable[..., Any]:
+        captured.append((gm, list(example_inputs)))
+        return gm.forward
+
+    torch._dynamo.reset()
+    torch.compile(model, backend=backend, dynamic=True)(*args)
+    gm, example = captured[0]
+    sizes = iter(a.shape[0] for a in args)
+    real = [next(sizes) if isinstance(x, torch.SymInt) else x for x in example]
+    return gm, real
+
+
+@case
+def dynamo_dynamic_shapes(device: str) -> Case:
+    torch.manual_seed(0)
+    model = _DynamoModel().to(device)
+    gm, inputs = capture_dynamo(model, torch.randn(5, 8, device=device))
+    from stitchgen import split_graph
+
+    return Case(split_graph(gm, ["stitchgen_demo::attention"]), tuple(inputs))
+
+
+# -- hand-built stitching graphs ---------------------------------------------
+
+
+@case
+def getitem_indices(device: str) -> Case:
+    """int, negative, slice, tuples of slices/None/Ellipsis, and a slice whose
+    bound is computed in the graph."""
+
+    def build(g: fx.Graph) -> Any:
+        x, n = g.placeholder("x"), g.placeholder("n")
+        stop = g.call_function(operator.add, (n, 1))
+        return (
+            g.call_function(operator.getitem, (x, 0)),
+            g.call_function(operator.getitem, (x, -1)),
+            g.call_function(operator.getitem, (x, slice(1, None))),
+            g.call_function(operator.getitem, (x, (Ellipsis, slice(None, 2, None)))),
+            g.call_function(operator.getitem, (x, (None, slice(None, None, 2), 1))),
+            g.call_function(operator.getitem, (x, slice(None, stop))),
+            g.call_function(operator.getitem, (x, (slice(-2, None), slice(None, None, n)))),
+            g.call_function(operator.getitem, (x, ())),
+        )
+
+    return Case(graph_module({}, build), (torch.randn(4, 5, device=device), 2))
+
+
+@case
+def moe_piece(device: str) -> Case:
+    """An inlined piece ending in ``x[..., :H]`` (as MoE layers pad, then cut)."""
+    hidden = 6
+
+    def piece(g: fx.Graph) -> Any:
+        x = g.placeholder("hidden_states")
+        padded = g.call_function(torch.nn.functional.pad, (x, (0, 2)))
+        routed = g.call_function(torch.ops.aten.mul.Tensor, (padded, 2.0))
+        return (g.call_function(operator.getitem, (routed, (Ellipsis, slice(None, hidden, None)))),)
+
+    def root(g: fx.Graph) -> Any:
+        out = g.call_module("submod_0", (g.placeholder("x"),))
+        return g.call_function(operator.getitem, (out, 0))
+
+    gm = graph_module({"submod_0": tuple_piece(piece)}, root)
+    return Case(gm, (torch.randn(3, hidden, device=device),))
+
+
+@case
+def symint_between_pieces(device: str) -> Case:
+    """A piece returns a tensor and an int; the stitching graph reshapes with it."""
+
+    def piece(g: fx.Graph) -> Any:
+        x = g.placeholder("x")
+        return (g.call_method("flatten", (x,)), g.call_method("size", (x, 0)))
+
+    def root(g: fx.Graph) -> Any:
+        out = g.call_module("submod_0", (g.placeholder("x"),))
+        flat = g.call_function(operator.getitem, (out, 0))
+        rows = g.call_function(operator.getitem, (out, 1))
+        return g.call_method("reshape", (flat, (rows, -1)))
+
+    gm = graph_module({"submod_0": tuple_piece(piece)}, root)
+    return Case(gm, (torch.randn(3, 4, device=device),))
+
+
+@case
+def size_across_split(device: str) -> Case:
+    """A torch.Size made in one piece, indexed in the stitching graph and used
+    by the next piece."""
+
+    def first(g: fx.Graph) -> Any:
+        x = g.placeholder("x")
+        return (g.call_method("size", (x,)), g.call_function(torch.mul, (x, 2)))
+
+    def second(g: fx.Graph) -> Any:
+        y, shape = g.placeholder("y"), g.placeholder("shape")
+        return (g.call_method("view", (g.call_method("flatten", (y,)), shape)),)
+
+    def root(g: fx.Graph) -> Any:
+        out = g.call_module("submod_0", (g.placeholder("x"),))
+        shape = g.call_function(operator.getitem, (out, 0))
+        y = g.call_function(operator.getitem, (out, 1))
+        view = g.call_function(operator.getitem, (g.call_module("submod_1", (y, shape)), 0))
+        return (view, shape, g.call_function(operator.getitem, (shape, -1)))
+
+    root_mod = {"submod_0": tuple_piece(first), "submod_1": tuple_piece(second)}
+    return Case(graph_module(root_mod, root), (torch.randn(2, 3, device=device),))
+
+
+@case
+def no_call_module(device: str) -> Case:
+    """No pieces at all; a placeholder returned unchanged."""
+    gm = fx.symbolic_trace(lambda x, y: (x, y + 1, torch.relu(y)))
+    return Case(gm, (torch.randn(3, device=device), torch.randn(3, device=device)))
+
+
+@case
+def zero_inputs(device: str) -> Case:
+    def build(g: fx.Graph) -> Any:
+        ones = g.call_function(torch.ones, (2, 3), {"device": torch.device(device)})
+        return g.call_function(torch.cumsum, (ones,), {"dim": 1})
+
+    return Case(graph_module({}, build), ())
+
+
+@case
+def constants(device: str) -> Case:
+    """Every constant kind, in arguments and in the output."""
+    class Color(enum.Enum):  # not importable: lifted
+        RED = 1
+
+    table = torch.arange(4.0, device=device)
+    hostile = "it's \"quoted\"\n''' \\ __import__('os').system('echo pwned') #"
+
+    def build(g: fx.Graph) -> Any:
+        x = g.placeholder("x")
+        full = g.call_function(
+            torch.full,
+            ((2, 2), float("inf")),
+            {
+                "dtype": torch.float32,
+                "device": torch.device(device),
+                "layout": torch.strided,
+            },
+        )
+        contiguous = g.call_method("contiguous", (x,), {"memory_format": torch.contiguous_format})
+        shaped = g.call_function(torch.reshape, (contiguous, torch.Size([2, 2])))
+        added = g.call_function(torch.add, (shaped, table.view(2, 2)))
+        return (
+            full,
+            added,
+            (float("nan"), -float("inf"), -0.0, 1e300, 2 - 3j, complex(float("inf"), 1)),
+            (b"\x00'\"\n", hostile, "", Ellipsis, None, True, 2**70, -5),
+            [torch.float16, torch.sparse_coo, torch.channels_last],
+            {"enum": re.IGNORECASE, "kind": inspect.Parameter.POSITIONAL_ONLY},
+            {"local_enum": Color.RED, "class": torch.Tensor, "device": torch.device(device)},
+            {"size": torch.Size([3, 1]), "table": table},
+        )
+
+    return Case(graph_module({}, build, lazy=True), (torch.randn(4, device=device),), interpret=True)
+
+
+@case
+def get_attr_bindings(device: str) -> Case:
+    """Parameters, buffers and tensor constants, in the root and in a child."""
+
+    def piece(g: fx.Graph) -> Any:
+        x = g.placeholder("x")
+        scale = g.get_attr("scale")
+        return (g.call_function(torch.mul, (x, scale)),)
+
+    def root(g: fx.Graph) -> Any:
+        x = g.placeholder("x")
+        w = g.get_attr("linear.weight")
+        b = g.get_attr("running_mean")
+        c = g.get_attr("_tensor_constant0")
+        n = g.get_attr("n_heads")
+        y = g.call_function(torch.nn.functional.linear, (x, w, b))
+        z = g.call_function(operator.getitem, (g.call_module("submod_0", (y,)), 0))
+        return g.call_function(torch.add, (z, c), {"alpha": n})
+
+    linear = torch.nn.Linear(3, 3, bias=False).to(device)
+    module = torch.nn.Module()
+    module.linear = linear
+    module.register_buffer("running_mean", torch.randn(3, device=device))
+    module._tensor_constant0 = torch.randn(3, device=device)
+    module.n_heads = 2
+    child = tuple_piece(piece, {"scale": torch.full((3,), 0.5, device=device)})
+    module.submod_0 = child
+    gm = fx.GraphModule(module, _graph_of(root))
+    return Case(gm, (torch.randn(2, 3, device=device),))
+
+
+def _graph_of(build: Callable[[fx.Graph], Any]) -> fx.Graph:
+    graph = fx.Graph()
+    graph.output(build(graph))
+    return graph
+
+
+@case
+def call_method_and_kwargs(device: str) -> Case:
+    """call_method with kwargs, and kwargs into an inlined piece."""
+
+    def piece(g: fx.Graph) -> Any:
+        x, scale = g.placeholder("x"), g.placeholder("scale")
+        return (g.call_function(torch.mul, (x, scale)),)
+
+    def root(g: fx.Graph) -> Any:
+        x = g.placeholder("x")
+        total = g.call_method("sum", (x,), {"dim": 1, "keepdim": True})
+        as_double = g.call_method("to", (total,), {"dtype": torch.float64})
+        out = g.call_module("submod_0", (), {"x": as_double, "scale": 3})
+        return g.call_function(operator.getitem, (out, 0))
+
+    gm = graph_module({"submod_0": tuple_piece(piece)}, root)
+    return Case(gm, (torch.randn(2, 3, device=device),))
+
+
+@case
+def nested_output(device: str) -> Case:
+    def build(g: fx.Graph) -> Any:
+        x = g.placeholder("x")
+        y = g.call_function(torch.neg, (x,))
+        return {"a": [x, (y, None)], "b": 3, "c": {"d": [y, 1.5, "s"]}, "e": ()}
+
+    return Case(graph_module({}, build), (torch.randn(2, device=device),))
+
+
+@case
+def non_importable_targets(device: str) -> Case:
+    """Local functions, lambdas, partials and C functions with odd modules."""
+
+    def local_add(a: Any, b: Any) -> Any:
+        return a + b
+
+    def build(g: fx.Graph) -> Any:
+        x, n = g.placeholder("x"), g.placeholder("n")
+        a = g.call_function(local_add, (x, 1))
+        b = g.call_function(lambda t: t - 1, (a,))
+        partial = functools.partial(torch.add, alpha=3)
+        c = g.create_node("call_function", partial, (b, x), name="add_partial")
+        d = g.call_function(operator.add, (n, 2))
+        e = g.call_function(math.sqrt, (d,))
+        f = g.call_function(len, ((x, a),))
+        return (c, e, f)
+
+    gm = graph_module({}, build, lazy=True)
+    return Case(gm, (torch.randn(3, device=device), 7), interpret=True)
+
+
+class Scale(torch.nn.Module):
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x * 3
+
+
+@case
+def nested_children(device: str) -> Case:
+    """An inlined piece that inlines a grandchild GraphModule and calls an
+    opaque nn.Module grandchild; an opaque child; a hooked GraphModule child."""
+
+    def grandchild(g: fx.Graph) -> Any:
+        return (g.call_function(torch.sin, (g.placeholder("x"),)),)
+
+    def child(g: fx.Graph) -> Any:
+        x = g.placeholder("x")
+        inner = g.call_function(operator.getitem, (g.call_module("inner", (x,)), 0))
+        return (g.call_module("scale", (inner,)),)
+
+    def hooked(g: fx.Graph) -> Any:
+        return (g.call_function(torch.cos, (g.placeholder("x"),)),)
+
+    def root(g: fx.Graph) -> Any:
+        x = g.placeholder("x")
+        a = g.call_function(operator.getitem, (g.call_module("submod_0", (x,)), 0))
+        b = g.call_module("linear", (a,))
+        c = g.call_function(operator.getitem, (g.call_module("submod_1", (b,)), 0))
+        again = g.call_function(operator.getitem, (g.call_module("submod_0", (c,)), 0))
+        return again
+
+    torch.manual_seed(0)
+    hooked_gm = tuple_piece(hooked)
+    hooked_gm.register_forward_hook(lambda mod, args, out: (out[0] + 1,))
+    root_mod = {
+        "submod_0": tuple_piece(child, {"inner": tuple_piece(grandchild), "scale": Scale()}),
+        "linear": torch.nn.Linear(4, 4).to(device),
+        "submod_1": hooked_gm,
+    }
+    return Case(graph_module(root_mod, root), (torch.randn(2, 4, device=device),))
+
+
+@case
+def name_collisions(device: str) -> Case:
+    """Placeholders named like modules, builtins, keywords' neighbours and our
+    own helpers; a node named like a binding."""
+
+    def piece(g: fx.Graph) -> Any:
+        x = g.placeholder("x")
+        return (g.call_function(torch.ops.aten.add.Tensor, (x, 1)),)
+
+    def root(g: fx.Graph) -> Any:
+        names = ["torch", "operator", "print", "inf", "float", "bind", "call_submod_1"]
+        ph = [g.placeholder(n) for n in names]
+        out = g.call_module("submod_0", (ph[0],))
+        first = g.call_function(operator.getitem, (out, 0))
+        second = g.call_function(operator.getitem, (g.call_module("submod_1", (ph[1],)), 0))
+        return (first, second, ph[2], ph[3], ph[4], ph[5], ph[6])
+
+    root_mod = {"submod_0": tuple_piece(piece), "submod_1": tuple_piece(piece)}
+    gm = graph_module(root_mod, root)
+    for node in gm.graph.nodes:  # FX renames these; an adversarial graph need not
+        if node.op == "call_module":
+            node.name = {"submod_0": "execution_fn", "submod_1": "inlined_submod_0"}[node.target]
+    gm.recompile()
+    inputs = tuple(torch.full((2,), float(i), device=device) for i in range(7))
+    return Case(gm, inputs, submods={"submod_1": gm.submod_1})
+
+
+@case
+def unused_and_inplace(device: str) -> Case:
+    """Unused values still computed; an in-place op keeps its order."""
+
+    def build(g: fx.Graph) -> Any:
+        x = g.placeholder("x")
+        g.placeholder("unused_input")
+        y = g.call_function(torch.mul, (x, 2))
+        g.call_function(torch.sin, (x,))
+        g.call_method("add_", (y, 1))
+        z = g.call_function(torch.mul, (y, 10))
+        g.call_method("mul_", (y, 0))
+        return (y, z)
+
+    return Case(graph_module({}, build), (torch.randn(3, device=device), torch.ones(1)))
+
+
+@case
+def dict_and_list_arguments(device: str) -> Case:
+    def build(g: fx.Graph) -> Any:
+        x, y = g.placeholder("x"), g.placeholder("y")
+        cat = g.call_function(torch.cat, ([x, y],), {"dim": 0})
+        stacked = g.call_function(torch.stack, ((x, y),))
+        kw = g.call_function(dict, (), {"first": cat, "nested": {"y": [y, stacked]}})
+        return g.call_function(operator.getitem, (kw, "nested"))
+
+    return Case(graph_module({}, build), (torch.randn(2, device=device), torch.randn(2, device=device)))
