@@ -21,7 +21,8 @@ def _golden(args: argparse.Namespace) -> int:
     root = Path(args.root) if args.root else golden.find_root()
     if args.update:
         changed = golden.update(root, args.k)
-        print(f"updated {len(changed)} golden file(s)" + (f": {', '.join(changed)}" if changed else ""))
+        names = f": {', '.join(changed)}" if changed else ""
+        print(f"updated {len(changed)} golden file(s){names}")
         return 0
     problems = golden.check(root, args.k)
     for problem in problems:

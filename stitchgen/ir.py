@@ -19,7 +19,7 @@ import dataclasses
 import math
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Union
+from typing import Any, ClassVar
 
 # --------------------------------------------------------------------------
 # expressions
@@ -99,7 +99,7 @@ class SliceExpr:
     step: Expr
 
 
-Expr = Union[Name, Literal, ConstRef, GlobalRef, TupleExpr, ListExpr, DictExpr, SliceExpr]
+Expr = Name | Literal | ConstRef | GlobalRef | TupleExpr | ListExpr | DictExpr | SliceExpr
 
 # --------------------------------------------------------------------------
 # callees
@@ -128,7 +128,7 @@ class MethodRef:
     method: str
 
 
-Callee = Union[SubmodRef, FunctionRef, GlobalRef, ConstRef, MethodRef]
+Callee = SubmodRef | FunctionRef | GlobalRef | ConstRef | MethodRef
 
 # --------------------------------------------------------------------------
 # statements
@@ -179,7 +179,7 @@ class Return:
     template: ClassVar[str] = "return"
 
 
-Stmt = Union[Assign, Call, GetItem, Del, Return]
+Stmt = Assign | Call | GetItem | Del | Return
 
 # --------------------------------------------------------------------------
 # program
@@ -293,9 +293,27 @@ def defines(stmt: Stmt) -> str | None:
 _CLASSES = {
     cls.__name__: cls
     for cls in (
-        Name, Literal, ConstRef, GlobalRef, TupleExpr, ListExpr, DictExpr, SliceExpr,
-        SubmodRef, FunctionRef, MethodRef, Assign, Call, GetItem, Del, Return,
-        Param, Function, SubmodDecl, ConstDecl, Program,
+        Name,
+        Literal,
+        ConstRef,
+        GlobalRef,
+        TupleExpr,
+        ListExpr,
+        DictExpr,
+        SliceExpr,
+        SubmodRef,
+        FunctionRef,
+        MethodRef,
+        Assign,
+        Call,
+        GetItem,
+        Del,
+        Return,
+        Param,
+        Function,
+        SubmodDecl,
+        ConstDecl,
+        Program,
     )
 }
 

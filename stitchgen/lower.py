@@ -363,4 +363,3 @@ def _describe(value: Any) -> str:
     if callable(value) and isinstance(name, str):
         return f"{type(value).__name__} {name}"
     return f"{type(value).__module__}.{type(value).__qualname__} object"
-

@@ -119,11 +119,11 @@ def assign_names(program: Program) -> Program:
             params.append(dataclasses.replace(p, name=names[p.name]))
         local_scopes.append((ns, names, tuple(params)))
         keywords[fn_names.get(fn.name, fn.name)] = {
-            p.keyword: new.name for p, new in zip(fn.params, params) if p.keyword
+            p.keyword: new.name for p, new in zip(fn.params, params, strict=True) if p.keyword
         }
     renamer = _Renamer(submods, consts, fn_names, keywords)
     functions = []
-    for fn, (ns, names, params) in zip(program.functions, local_scopes):
+    for fn, (ns, names, params) in zip(program.functions, local_scopes, strict=True):
         for stmt in fn.body:
             target = getattr(stmt, "target", None)
             if target is not None and target not in names:

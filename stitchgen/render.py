@@ -183,7 +183,7 @@ def environment(template_dirs: tuple[str, ...] = ()) -> jinja2.Environment:
         trim_blocks=True,
         lstrip_blocks=True,
         keep_trailing_newline=True,
-        auto_reload=False,
+        auto_reload=True,  # a few stat() calls per render; edited templates are seen
         cache_size=-1,
     )
     env.filters.update(

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any, Union
+from typing import Any
 
 import torch
 import torch.fx as fx
@@ -11,7 +11,7 @@ from torch.fx.passes.split_module import split_module
 
 __all__ = ["matches_op", "split_graph"]
 
-SplitOp = Union[torch._ops.OpOverload, torch._ops.OpOverloadPacket, str]
+SplitOp = torch._ops.OpOverload | torch._ops.OpOverloadPacket | str
 
 
 def _op_names(target: Any) -> tuple[str, str] | None:

@@ -230,6 +230,7 @@ def zero_inputs(device: str) -> Case:
 @case
 def constants(device: str) -> Case:
     """Every constant kind, in arguments and in the output."""
+
     class Color(enum.Enum):  # not importable: lifted
         RED = 1
 
@@ -261,7 +262,8 @@ def constants(device: str) -> Case:
             {"size": torch.Size([3, 1]), "table": table},
         )
 
-    return Case(graph_module({}, build, lazy=True), (torch.randn(4, device=device),), interpret=True)
+    gm = graph_module({}, build, lazy=True)
+    return Case(gm, (torch.randn(4, device=device),), interpret=True)
 
 
 @case
@@ -445,4 +447,5 @@ def dict_and_list_arguments(device: str) -> Case:
         kw = g.call_function(dict, (), {"first": cat, "nested": {"y": [y, stacked]}})
         return g.call_function(operator.getitem, (kw, "nested"))
 
-    return Case(graph_module({}, build), (torch.randn(2, device=device), torch.randn(2, device=device)))
+    inputs = (torch.randn(2, device=device), torch.randn(2, device=device))
+    return Case(graph_module({}, build), inputs)

@@ -24,7 +24,7 @@ def assert_same(actual: Any, expected: Any, path: str = "output") -> None:
         assert torch.equal(actual, expected), f"{path}: values differ"
     elif isinstance(expected, (tuple, list)):
         assert len(actual) == len(expected), f"{path}: length differs"
-        for i, (a, e) in enumerate(zip(actual, expected)):
+        for i, (a, e) in enumerate(zip(actual, expected, strict=True)):
             assert_same(a, e, f"{path}[{i}]")
     elif isinstance(expected, dict):
         assert list(actual) == list(expected), f"{path}: keys differ"

@@ -1,0 +1,34 @@
+"""nox sessions: tests, golden, lint, demo. ``nox -s golden -- --update`` regenerates."""
+
+import nox
+
+nox.options.sessions = ["tests", "golden", "lint"]
+
+
+def _install(session: nox.Session) -> None:
+    session.install("torch==2.13.0")  # the CPU build; never a multi-GB CUDA one
+    session.install("-e", ".[test]")
+
+
+@nox.session
+def tests(session: nox.Session) -> None:
+    _install(session)
+    session.run("pytest", *session.posargs)
+
+
+@nox.session
+def golden(session: nox.Session) -> None:
+    _install(session)
+    session.run("stitchgen", "golden", *(session.posargs or ["--check"]))
+
+
+@nox.session
+def lint(session: nox.Session) -> None:
+    session.install("ruff")
+    session.run("ruff", "check", ".")
+
+
+@nox.session
+def demo(session: nox.Session) -> None:
+    _install(session)
+    session.run("stitchgen", "demo", *session.posargs)

@@ -1,0 +1,95 @@
+"""The golden corpus: emitted code locked on disk, and run against the oracle."""
+
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+from golden_cases import CASES
+from oracle import assert_same
+
+import stitchgen
+from stitchgen import golden
+from stitchgen.cli import main
+
+ROOT = Path(__file__).resolve().parents[1]
+NAMES = sorted(CASES)
+
+
+def test_corpus_has_at_least_15_cases():
+    assert len(CASES) >= 15
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_golden_file_matches_generated_code(name):
+    expected = (ROOT / "golden" / f"{name}.py").read_text(encoding="utf-8")
+    actual = golden.case_code(CASES[name])
+    assert actual == expected, golden.check(ROOT, [name])[0]
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_golden_code_runs_equal_to_graphmodule(name):
+    case = CASES[name]("cpu")
+    generated = stitchgen.generate(case.gm, opaque=tuple(case.submods))
+    assert generated.code == (ROOT / "golden" / f"{name}.py").read_text(encoding="utf-8")
+    fn = stitchgen.load(generated, case.submods)
+    assert_same(fn(*case.inputs), case.expected())
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_compile_path_equals_graphmodule(name):
+    case = CASES[name]("cpu")
+    fn = stitchgen.compile(case.gm, case.submods)
+    assert_same(fn(*case.inputs), case.expected())
+    assert_same(fn(*case.inputs), case.expected())  # and again: nothing consumed
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("name", NAMES)
+def test_cuda_bit_exact(name):
+    case = CASES[name]("cuda")
+    fn = stitchgen.compile(case.gm, case.submods)
+    expected = case.expected()
+    actual = fn(*case.inputs)
+    torch.cuda.synchronize()
+    assert_same(actual, expected)
+
+
+@pytest.fixture
+def scratch_project(tmp_path, monkeypatch):
+    """A project root in tmp_path; the real golden_cases module is restored after."""
+    monkeypatch.setitem(sys.modules, "golden_cases", sys.modules["golden_cases"])
+    (tmp_path / "tests").mkdir()
+    (tmp_path / "golden").mkdir()
+    return tmp_path
+
+
+def test_golden_check_reports_drift_with_a_diff(scratch_project, capsys):
+    tmp_path = scratch_project
+    (tmp_path / "tests" / "golden_cases.py").write_text(
+        (ROOT / "tests" / "golden_cases.py").read_text()
+    )
+    original = (ROOT / "golden" / "moe_piece.py").read_text()
+    (tmp_path / "golden" / "moe_piece.py").write_text(original.replace("2.0", "3.0"))
+    assert main(["golden", "--check", "--root", str(tmp_path), "-k", "moe_piece"]) == 1
+    err = capsys.readouterr().err
+    assert "--- golden/moe_piece.py" in err and "stitchgen golden --update -k moe_piece" in err
+    assert main(["golden", "--update", "--root", str(tmp_path), "-k", "moe_piece"]) == 0
+    assert (tmp_path / "golden" / "moe_piece.py").read_text() == original
+    assert main(["golden", "--check", "--root", str(tmp_path), "-k", "moe_piece"]) == 0
+
+
+def test_golden_check_flags_missing_and_stale_files(scratch_project):
+    tmp_path = scratch_project
+    (tmp_path / "tests" / "golden_cases.py").write_text(
+        "import importlib.util, sys\n"
+        "spec = importlib.util.spec_from_file_location(\n"
+        f"    'real_golden_cases', {str(ROOT / 'tests' / 'golden_cases.py')!r})\n"
+        "real = sys.modules['real_golden_cases'] = importlib.util.module_from_spec(spec)\n"
+        "spec.loader.exec_module(real)\n"
+        "CASES = {'zero_inputs': real.CASES['zero_inputs']}\n"
+    )
+    (tmp_path / "golden" / "gone.py").write_text("")
+    problems = golden.check(tmp_path)
+    assert any("zero_inputs.py: missing" in p for p in problems)
+    assert any("gone.py: no case of that name" in p for p in problems)

@@ -1,0 +1,166 @@
+"""Lowering: every node op, and a clear error for every graph we refuse."""
+
+import collections
+import operator
+
+import pytest
+import torch
+import torch.fx as fx
+
+import stitchgen
+from stitchgen import CodegenError
+
+
+def _lazy(root, graph):
+    from torch.fx._lazy_graph_module import _make_graph_module, _use_lazy_graph_module
+
+    with _use_lazy_graph_module(True):
+        return _make_graph_module(root, graph)
+
+
+def test_non_graphmodule_is_a_type_error():
+    with pytest.raises(TypeError, match="expects a torch.fx.GraphModule, got torch.nn.modules"):
+        stitchgen.generate(torch.nn.Linear(2, 2))
+    with pytest.raises(TypeError, match="torch.fx.GraphModule"):
+        stitchgen.lower(fx.Graph())
+
+
+def test_missing_get_attr_target_names_the_node():
+    graph = fx.Graph()
+    graph.output(graph.get_attr("weight"))
+    gm = fx.GraphModule(torch.nn.Linear(1, 1), graph)
+    node = next(iter(gm.graph.nodes))
+    node.name = node.target = "nowhere"
+    with pytest.raises(CodegenError, match=r"node 'nowhere' \(op get_attr, target nowhere\)"):
+        stitchgen.generate(gm)
+
+
+def test_missing_call_module_target_names_the_node():
+    graph = fx.Graph()
+    graph.output(graph.call_module("ghost", (graph.placeholder("x"),)))
+    gm = fx.GraphModule({"ghost": torch.nn.Identity()}, graph)
+    del gm.ghost
+    with pytest.raises(CodegenError, match=r"node 'ghost' \(op call_module.*not a submodule"):
+        stitchgen.generate(gm)
+
+
+def test_unknown_op_names_the_node():
+    gm = fx.symbolic_trace(lambda x: x + 1)
+    node = next(n for n in gm.graph.nodes if n.op == "call_function")
+    node.op = "call_magic"
+    with pytest.raises(CodegenError, match=r"node 'add' \(op call_magic.*unsupported op"):
+        stitchgen.lower(gm)
+
+
+def test_node_from_another_graph_is_an_error():
+    other = fx.Graph()
+    foreign = other.placeholder("foreign")
+    gm = fx.symbolic_trace(lambda x: x + 1)
+    node = next(n for n in gm.graph.nodes if n.op == "call_function")
+    node.args = (foreign, 1)
+    with pytest.raises(CodegenError, match="uses node 'foreign' from another graph"):
+        stitchgen.lower(gm)
+
+
+def test_graph_without_output_is_an_error():
+    graph = fx.Graph()
+    graph.placeholder("x")
+    gm = _lazy({}, graph)
+    with pytest.raises(CodegenError, match="has no output node"):
+        stitchgen.lower(gm)
+
+
+def test_opaque_name_that_no_node_calls_is_an_error():
+    gm = fx.symbolic_trace(lambda x: x + 1)
+    with pytest.raises(CodegenError, match=r"no call_module node calls \['piece'\]"):
+        stitchgen.compile(gm, {"piece": lambda x: x})
+
+
+def test_namedtuple_holding_graph_values_is_refused_with_the_node():
+    Pair = collections.namedtuple("Pair", "a b")
+    graph = fx.Graph()
+    x = graph.placeholder("x")
+    graph.output(graph.call_function(list, (Pair(x, 1),)))
+    gm = _lazy({}, graph)
+    message = r"node 'list_1' \(op call_function, target builtins.list\): .*Pair holds graph"
+    with pytest.raises(CodegenError, match=message):
+        stitchgen.lower(gm)
+
+
+def test_a_graphmodule_that_calls_itself_is_refused():
+    graph = fx.Graph()
+    graph.output(graph.call_module("me", (graph.placeholder("x"),)))
+    gm = fx.GraphModule({"me": torch.nn.Identity()}, graph)
+    gm.__dict__["me"] = gm  # shadows the child, as compilers bind compiled pieces
+    with pytest.raises(CodegenError, match="calls itself"):
+        stitchgen.lower(gm)
+
+
+def test_opaque_children_are_called_through_the_given_callables():
+    from stitchgen.demo import split_decoder
+
+    gm, inputs = split_decoder(1)
+    calls = []
+
+    def wrap(name, child):
+        def run(*args):
+            calls.append(name)
+            return child(*args)
+
+        return run
+
+    submods = {name: wrap(name, child) for name, child in gm.named_children()}
+    fn = stitchgen.compile(gm, submods)
+    assert torch.equal(fn(*inputs), gm(*inputs))
+    assert calls == ["submod_0", "submod_1", "submod_2"]
+
+
+def test_graphmodule_children_are_inlined_unless_hooked():
+    child = fx.symbolic_trace(lambda x: (x * 2,))
+    hooked = fx.symbolic_trace(lambda x: (x * 2,))
+    hooked.register_forward_pre_hook(lambda mod, args: (args[0] + 1,))
+    graph = fx.Graph()
+    x = graph.placeholder("x")
+    a = graph.call_function(operator.getitem, (graph.call_module("plain", (x,)), 0))
+    graph.output(graph.call_function(operator.getitem, (graph.call_module("hooked", (a,)), 0)))
+    gm = fx.GraphModule({"plain": child, "hooked": hooked}, graph)
+    generated = stitchgen.generate(gm)
+    assert generated.submod_names == ["hooked"]
+    assert [f.origin for f in generated.program.functions] == ["plain", ""]
+    assert torch.equal(stitchgen.load(generated)(torch.ones(1)), gm(torch.ones(1)))
+
+
+def test_call_method_with_a_non_identifier_name_goes_through_getattr():
+    graph = fx.Graph()
+    x = graph.placeholder("x")
+    graph.output(graph.call_method("__neg__", (x,)))
+    graph2 = fx.Graph()
+    y = graph2.placeholder("y")
+    graph2.output(graph2.call_method("not-a-name", (y,)))
+    assert "x.__neg__()" in stitchgen.generate(fx.GraphModule({}, graph)).code
+    code = stitchgen.generate(_lazy({}, graph2)).code
+    assert 'getattr(y, "not-a-name")()' in code
+
+
+def test_keyword_names_that_are_not_identifiers_stay_data():
+    def takes(**kw):
+        return sorted(kw.items())
+
+    graph = fx.Graph()
+    x = graph.placeholder("x")
+    kwargs = {"a b": x, "ok": 1, "class": 2}
+    graph.output(graph.create_node("call_function", takes, (), kwargs, name="t"))
+    gm = _lazy({}, graph)
+    fn = stitchgen.compile(gm)
+    assert fn(5) == [("a b", 5), ("class", 2), ("ok", 1)]
+
+
+def test_placeholder_defaults_and_varargs():
+    class M(torch.nn.Module):
+        def forward(self, x, scale=2.0, *rest):
+            return x * scale
+
+    gm = fx.symbolic_trace(M())
+    fn = stitchgen.compile(gm)
+    assert torch.equal(fn(torch.ones(1)), gm(torch.ones(1)))
+    assert torch.equal(fn(torch.ones(1), 3.0), gm(torch.ones(1), 3.0))
