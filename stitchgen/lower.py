@@ -138,6 +138,8 @@ class _Lowerer:
         #: defaults for the submodule bindings: the children found on the root
         self.submod_defaults: dict[str, Any] = {}
         self.inlined: dict[str, Function] = {}
+        #: qualified_ref answers, by object id (targets repeat a lot)
+        self.named: dict[int, tuple[Any, GlobalRef | None]] = {}
         self._in_progress: list[int] = []
 
     # -- functions ------------------------------------------------------
@@ -274,22 +276,21 @@ class _Lowerer:
     # -- values ---------------------------------------------------------
 
     def callable(self, target: Callable[..., Any]) -> GlobalRef | ConstRef:
-        ref = qualified_ref(target)
-        if ref is not None:
-            self._import(ref)
-            return ref
-        return self.lift(target, getattr(target, "__name__", None) or type(target).__name__)
+        return self.constant(target, getattr(target, "__name__", None) or type(target).__name__)
 
-    def constant(self, value: Any, hint: str) -> Expr:
-        ref = qualified_ref(value)
+    def constant(self, value: Any, hint: str) -> GlobalRef | ConstRef:
+        """An exact qualified name for ``value``, else a lifted binding."""
+        key = id(value)
+        if key in self.named:
+            ref = self.named[key][1]
+        else:
+            ref = qualified_ref(value)
+            self.named[key] = (value, ref)  # holds value: its id stays unique
         if ref is not None:
-            self._import(ref)
+            if ref.module != "builtins":
+                self.imports.add(ref.module)
             return ref
         return self.lift(value, hint)
-
-    def _import(self, ref: GlobalRef) -> None:
-        if ref.module != "builtins":
-            self.imports.add(ref.module)
 
     def lift(self, value: Any, hint: str) -> ConstRef:
         index = self.const_index.get(id(value))

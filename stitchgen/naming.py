@@ -52,6 +52,8 @@ _INVALID = re.compile(r"[^0-9A-Za-z_]")
 
 def sanitize(hint: str) -> str:
     """An ASCII identifier close to ``hint`` (not yet checked for collisions)."""
+    if hint.isascii() and hint.isidentifier():
+        return hint
     name = _INVALID.sub("_", hint) or "_"
     return "_" + name if name[0].isdigit() else name
 
@@ -122,12 +124,23 @@ def assign_names(program: Program) -> Program:
             p.keyword: new.name for p, new in zip(fn.params, params, strict=True) if p.keyword
         }
     renamer = _Renamer(submods, consts, fn_names, keywords)
+    # the common case: FX names are already valid and free; then a function
+    # whose locals keep their names is reused as it is, not rebuilt
+    globals_kept = (
+        all(a.name == b.name for a, b in zip(program.submods, submods, strict=True))
+        and all(a.name == b.name for a, b in zip(program.consts, consts, strict=True))
+        and all(k == v for k, v in fn_names.items())
+        and all(k == v for m in keywords.values() for k, v in m.items())
+    )
     functions = []
     for fn, (ns, names, params) in zip(program.functions, local_scopes, strict=True):
         for stmt in fn.body:
             target = getattr(stmt, "target", None)
             if target is not None and target not in names:
                 names[target] = ns.create(target)
+        if globals_kept and all(k == v for k, v in names.items()):
+            functions.append(fn)
+            continue
         renamer.locals = names
         params = tuple(
             dataclasses.replace(p, default=renamer.expr(p.default)) if p.default else p
