@@ -93,3 +93,16 @@ def test_golden_check_flags_missing_and_stale_files(scratch_project):
     problems = golden.check(tmp_path)
     assert any("zero_inputs.py: missing" in p for p in problems)
     assert any("gone.py: no case of that name" in p for p in problems)
+
+
+def test_dynamo_graph_runs_at_other_sequence_lengths():
+    """SymInt placeholders: one compiled function serves every size."""
+    case = CASES["dynamo_dynamic_shapes"]("cpu")
+    fn = stitchgen.compile(case.gm)
+    size_at = next(i for i, x in enumerate(case.inputs) if isinstance(x, int))
+    x_at = size_at + 1  # Dynamo passes the size symbol right before the tensor it sizes
+    assert case.inputs[x_at].shape[0] == case.inputs[size_at]
+    for rows in (2, 7, 11):
+        inputs = list(case.inputs)
+        inputs[size_at], inputs[x_at] = rows, torch.randn(rows, 8)
+        assert_same(fn(*inputs), case.gm(*inputs))

@@ -72,3 +72,11 @@ def test_template_errors_name_the_file_and_line(tmp_path):
 def test_missing_template_directory_is_an_error():
     with pytest.raises(FileNotFoundError, match="does not exist"):
         stitchgen.generate(fx.symbolic_trace(lambda x: x), template_dirs=["/no/such/dir"])
+
+
+def test_formatting_is_cached_by_source():
+    from stitchgen.formatting import format_source
+
+    source = "x = ( 1, )\n"
+    assert format_source(source) == "x = (1,)\n"
+    assert format_source(source) is format_source(source)
