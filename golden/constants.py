@@ -34,7 +34,7 @@ def bind(
                 -float("inf"),
                 -0.0,
                 1e300,
-                (2 - 3j),
+                complex(2.0, -3.0),
                 complex(float("inf"), 1.0),
             ),
             (

@@ -53,8 +53,7 @@ def literal_source(value: Any) -> str:
     if kind is float:
         return _float_source(value)
     if kind is complex:
-        if math.isfinite(value.real) and math.isfinite(value.imag):
-            return repr(value)
+        # never repr: "-0j" evaluates to complex(-0.0, -0.0), not complex(0.0, -0.0)
         return f"complex({_float_source(value.real)}, {_float_source(value.imag)})"
     if value is Ellipsis:
         return "..."

@@ -48,10 +48,11 @@ def test_literal_source_evaluates_to_the_same_value(value):
         (-math.inf, "-float('inf')"),
         (math.nan, "float('nan')"),
         (complex(math.inf, 1), "complex(float('inf'), 1.0)"),
+        (complex(0.0, -0.0), "complex(0.0, -0.0)"),  # repr would say "-0j": a different value
         (Ellipsis, "..."),
     ],
 )
-def test_non_finite_numbers_are_spelled_as_calls(value, source):
+def test_non_finite_and_complex_numbers_are_spelled_as_calls(value, source):
     assert literal_source(value) == source
 
 
