@@ -44,8 +44,14 @@ from .ir import (
 
 __all__ = ["RESERVED", "Namespace", "assign_names"]
 
-#: names no generated identifier may take
-RESERVED = frozenset(keyword.kwlist) | frozenset(dir(builtins)) | {"inf", "nan"}
+#: names no generated identifier may take: keywords, builtins, the globals FX
+#: reserves, and the modules generated code (ours or a template override)
+#: most often refers to, whether or not this program imports them
+RESERVED = (
+    frozenset(keyword.kwlist)
+    | frozenset(dir(builtins))
+    | {"inf", "nan", "torch", "operator", "math", "builtins"}
+)
 
 _INVALID = re.compile(r"[^0-9A-Za-z_]")
 

@@ -245,5 +245,11 @@ def render(
     if format:
         from .formatting import format_source
 
-        source = format_source(source)
+        try:
+            source = format_source(source)
+        except Exception as exc:  # black.InvalidInput and friends
+            raise TemplateError(
+                f"the rendered source is not valid Python (black: {exc}); "
+                "check the templates in use"
+            ) from exc
     return source

@@ -80,3 +80,14 @@ def test_formatting_is_cached_by_source():
     source = "x = ( 1, )\n"
     assert format_source(source) == "x = (1,)\n"
     assert format_source(source) is format_source(source)
+
+
+def test_a_template_that_renders_invalid_python_is_a_template_error(tmp_path):
+    from stitchgen.render import templates_dir
+
+    builtin = (templates_dir() / "statements.py.j2").read_text()
+    broken = builtin.replace("return {{ s.value | expr }}", "return ((({{ s.value | expr }}")
+    assert broken != builtin
+    (tmp_path / "statements.py.j2").write_text(broken)
+    with pytest.raises(TemplateError, match="not valid Python"):
+        stitchgen.generate(fx.symbolic_trace(lambda x: x), template_dirs=[tmp_path])
