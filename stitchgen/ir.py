@@ -387,9 +387,8 @@ def from_json(data: Any, const_values: tuple[Any, ...] = ()) -> Any:
         return Literal(_literal_from_json(data["value"]))
     kwargs = {k: from_json(v) for k, v in data.items() if k != "_type"}
     if cls is Program:
-        if len(const_values) != len(kwargs["consts"]):
-            raise ValueError(
-                f"program declares {len(kwargs['consts'])} constants, got {len(const_values)} values"
-            )
+        declared = len(kwargs["consts"])
+        if len(const_values) != declared:
+            raise ValueError(f"program declares {declared} constants, got {len(const_values)}")
         kwargs["const_values"] = tuple(const_values)
     return cls(**kwargs)
