@@ -28,17 +28,19 @@ from .generate import Generated, compile, generate
 from .ir import Program
 from .load import load
 from .lower import lower
-from .render import render
+from .render import Code, Templates, render
 from .split import split_graph
 
 __version__ = "0.1.0"
 
 __all__ = [
     "BindingError",
+    "Code",
     "CodegenError",
     "Generated",
     "Program",
     "TemplateError",
+    "Templates",
     "compile",
     "generate",
     "ir",

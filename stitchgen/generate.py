@@ -13,7 +13,7 @@ import torch.fx as fx
 from .ir import Program
 from .load import load
 from .lower import fetch_attr, lower
-from .render import render
+from .render import Templates, render, resolve_templates
 
 __all__ = ["Generated", "compile", "generate"]
 
@@ -23,9 +23,12 @@ class Generated:
     """Generated code and what it needs to run.
 
     ``submod_names`` are the qualified names of the children called through
-    bindings (in binder order), ``consts`` the lifted constant objects (in
-    binder order), ``submods`` the children found on the graph module, used
-    by :func:`stitchgen.load` when no other binding is given.
+    bindings (in binding order), ``consts`` the lifted constant objects (in
+    binding order), ``submods`` the children found on the graph module, used
+    by :func:`stitchgen.load` when no other binding is given (children named
+    in ``opaque`` have none: the caller binds them). ``convention`` is how
+    the code receives its bindings (``"closure"``, or ``"vllm"`` for the
+    vllm template variant).
     """
 
     code: str
@@ -33,6 +36,7 @@ class Generated:
     consts: list[Any]
     program: Program
     submods: Mapping[str, Callable[..., Any]] = field(default_factory=dict, repr=False)
+    convention: str = "closure"
 
     @property
     def name(self) -> str:
@@ -45,17 +49,21 @@ def generate(
     name: str = "execution_fn",
     format: bool = True,
     template_dirs: Sequence[str | os.PathLike[str]] = (),
+    templates: Templates | str | None = None,
     opaque: Sequence[str] = (),
 ) -> Generated:
-    """Lower and render ``gm``.
+    """Lower and render ``gm``. ``templates`` is a :class:`stitchgen.Templates`
+    or a shipped variant's name (``"profiled"``, ``"vllm"``); ``opaque`` names
+    children to call through bindings even if they are GraphModules.
 
     >>> import torch.fx as fx, stitchgen
     >>> generated = stitchgen.generate(fx.symbolic_trace(lambda x: x + 1))
     >>> print(generated.code.splitlines()[-3])
             return add
     """
+    templates = resolve_templates(templates, template_dirs)
     program = lower(gm, name=name, opaque=opaque)
-    code = render(program, format=format, template_dirs=template_dirs)
+    code = render(program, format=format, templates=templates)
     defaults = {s.path: fetch_attr(gm, s.path) for s in program.submods if s.path not in opaque}
     return Generated(
         code=code,
@@ -63,6 +71,7 @@ def generate(
         consts=list(program.const_values),
         program=program,
         submods=defaults,
+        convention=templates.convention,
     )
 
 

@@ -115,8 +115,9 @@ class SubmodRef:
 
 @dataclass(frozen=True)
 class FunctionRef:
-    """An inlined GraphModule child, emitted as a function of the program."""
+    """An inlined GraphModule child: ``Program.functions[index]``."""
 
+    index: int
     name: str
 
 
@@ -140,7 +141,7 @@ class Assign:
 
     target: str
     value: Expr
-    template: ClassVar[str] = "assign"
+    template: ClassVar[str] = "assign"  # the template block that renders it
 
 
 @dataclass(frozen=True)
@@ -153,6 +154,16 @@ class Call:
     kwargs: tuple[tuple[str, Expr], ...] = ()
     node: str = ""
     template: ClassVar[str] = "call"
+
+    @property
+    def inlined(self) -> str | None:
+        """The name of the inlined function called, if that is the callee."""
+        return self.callee.name if isinstance(self.callee, FunctionRef) else None
+
+    @property
+    def is_piece(self) -> bool:
+        """Does this call a piece (a child module, inlined or bound)?"""
+        return isinstance(self.callee, (SubmodRef, FunctionRef))
 
 
 @dataclass(frozen=True)
@@ -240,6 +251,25 @@ class Program:
     @property
     def entry(self) -> Function:
         return self.functions[-1]
+
+    def functions_calling_submods(self) -> frozenset[str]:
+        """Names of the functions that call a bound submodule, directly or
+        through an inlined function (a convention that passes bindings as
+        arguments must pass them to these)."""
+        direct: dict[str, set[str]] = {}
+        needs: set[str] = set()
+        for fn in self.functions:
+            calls = direct.setdefault(fn.name, set())
+            for stmt in fn.body:
+                callee = getattr(stmt, "callee", None)
+                if isinstance(callee, SubmodRef):
+                    needs.add(fn.name)
+                elif isinstance(callee, FunctionRef):
+                    calls.add(callee.name)
+        for fn in self.functions:  # callees come first: one ordered sweep suffices
+            if direct[fn.name] & needs:
+                needs.add(fn.name)
+        return frozenset(needs)
 
 
 # --------------------------------------------------------------------------

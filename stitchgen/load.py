@@ -3,10 +3,12 @@
 The source is compiled under a unique, content-derived filename that is
 registered in :mod:`linecache`, so a traceback through the generated function
 shows the generated line; the entry is dropped when the last function loaded
-from that source is garbage-collected. The module defines a binder whose
-parameters are the bindings; calling it once gives the entry function, which
-reaches every submodule and constant through closure cells — no
-``functools.partial``, no per-call dict or list lookups.
+from that source is garbage-collected. In the default (closure) convention the module defines a
+binder whose parameters are the bindings; calling it once gives the entry
+function, which reaches every submodule and constant through closure cells —
+no ``functools.partial``, no per-call dict or list lookups. The ``vllm``
+variant's code is loaded the way vLLM loads it (``__vllm_consts__`` global,
+``partial(fn, __vllm_submods__=[...])``).
 """
 
 from __future__ import annotations
@@ -104,8 +106,16 @@ def load(
     filename = source_filename(generated.code, program.name)
     code = _code_object(generated.code, filename)
     namespace: dict[str, Any] = {"__builtins__": builtins, "__name__": "stitchgen.generated"}
-    exec(code, namespace)  # our template's module: imports and function definitions only
-    fn = namespace[program.binder](*bindings)
+    if generated.convention == "closure":
+        exec(code, namespace)  # our template's module: imports and function definitions only
+        fn = namespace[program.binder](*bindings)
+    elif generated.convention == "vllm":
+        n = len(generated.submod_names)
+        namespace["__vllm_consts__"] = bindings[n:]
+        exec(code, namespace)
+        fn = functools.partial(namespace[program.name], __vllm_submods__=bindings[:n])
+    else:
+        raise BindingError(f"unknown calling convention {generated.convention!r}")
     _register(filename, generated.code)
     weakref.finalize(fn, _unregister, filename)
     return fn

@@ -138,6 +138,7 @@ class _Lowerer:
         #: defaults for the submodule bindings: the children found on the root
         self.submod_defaults: dict[str, Any] = {}
         self.inlined: dict[str, Function] = {}
+        self.inlined_index: dict[str, int] = {}
         #: qualified_ref answers, by object id (targets repeat a lot)
         self.named: dict[int, tuple[Any, GlobalRef | None]] = {}
         self._in_progress: list[int] = []
@@ -270,8 +271,9 @@ class _Lowerer:
                 fn = self.function(child, prefix=path + ".", name=f"inlined_{path}")
             finally:
                 self._in_progress.pop()
+            self.inlined_index[path] = len(self.inlined)
             self.inlined[path] = fn
-        return FunctionRef(self.inlined[path].name)
+        return FunctionRef(self.inlined_index[path], self.inlined[path].name)
 
     # -- values ---------------------------------------------------------
 

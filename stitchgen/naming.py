@@ -186,7 +186,7 @@ class _Renamer:
         if isinstance(e, SubmodRef):
             return SubmodRef(e.index, self.submods[e.index].name)
         if isinstance(e, FunctionRef):
-            return FunctionRef(self.fn_names[e.name])
+            return FunctionRef(e.index, self.fn_names[e.name])
         if isinstance(e, MethodRef):
             return MethodRef(self.expr(e.receiver), e.method)
         if isinstance(e, TupleExpr):

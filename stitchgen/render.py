@@ -1,45 +1,49 @@
 """Render a :class:`~stitchgen.ir.Program` to Python source with Jinja2.
 
-Templates place text; Python decides it. Every expression reaches a template
-through the ``expr`` filter (and its subscript/arguments siblings), which
-writes literals only through :func:`stitchgen.literals.literal_source`.
-There is exactly one environment factory, :func:`environment`, cached per
-tuple of template directories: user directories are searched first, the
-built-in templates last, and the built-ins are also reachable as
-``"stitchgen/<name>"`` so an override can ``{% extends %}`` the original.
+Templates place text; Python decides it (``expressions.py``). A
+:class:`Templates` object says where templates come from — the user's
+directories first, then a shipped variant's, then the built-ins, which stay
+reachable as ``"stitchgen/<name>"`` so an override can ``{% extends %}`` the
+original and call ``super()`` — and which extra filters and globals they may
+use. Each ``Templates`` builds its Jinja environment once, in the one factory
+here; plain ``template_dirs`` share cached ``Templates``.
+
+Safety: the environment autoescapes with a ``finalize`` that lets through only
+:class:`~stitchgen.expressions.Code` (what our filters return), template text,
+identifiers and ints. A template that prints a raw constant fails with a
+:class:`~stitchgen.errors.TemplateError` naming its file and line; it can
+never turn a string constant into code.
 """
 
 from __future__ import annotations
 
 import functools
-import keyword
 import os
+import threading
 import traceback
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any
 
 import jinja2
+from markupsafe import Markup
 
 from .errors import TemplateError
-from .ir import (
-    ConstRef,
-    DictExpr,
-    FunctionRef,
-    GlobalRef,
-    ListExpr,
-    Literal,
-    MethodRef,
-    Name,
-    Param,
-    Program,
-    SliceExpr,
-    SubmodRef,
-    TupleExpr,
-)
-from .literals import literal_source
+from .expressions import Code, Writer
+from .ir import Program
 
-__all__ = ["ENTRY_TEMPLATE", "environment", "expr_source", "render", "templates_dir"]
+__all__ = [
+    "ENTRY_TEMPLATE",
+    "VARIANTS",
+    "Code",
+    "Templates",
+    "Variant",
+    "render",
+    "resolve_templates",
+    "templates_dir",
+]
 
 ENTRY_TEMPLATE = "module.py.j2"
 
@@ -54,178 +58,185 @@ def templates_dir() -> Path:
     raise FileNotFoundError(f"stitchgen's templates are missing (looked beside {here})")
 
 
-# --------------------------------------------------------------------------
-# expressions — the one place that turns IR values into source text
+@dataclass(frozen=True)
+class Variant:
+    """A shipped template set (``templates/variants/<name>/``) and the calling
+    convention its code uses: ``"closure"`` (a binder whose parameters are the
+    bindings) or ``"vllm"`` (vLLM's ``__vllm_submods__``/``__vllm_consts__``)."""
+
+    convention: str = "closure"
+    refs: Mapping[str, str] = field(default_factory=dict)
 
 
-def _plain_identifier(text: str) -> bool:
-    """An ASCII identifier that is not a keyword (non-ASCII identifiers are
-    NFKC-normalized by Python, so two spellings could name one attribute)."""
-    return text.isascii() and text.isidentifier() and not keyword.iskeyword(text)
+VARIANTS: Mapping[str, Variant] = MappingProxyType(
+    {
+        "profiled": Variant(),
+        "vllm": Variant(
+            convention="vllm",
+            refs={
+                "submod": "__vllm_submods__[{index}]",
+                "const": "__vllm_consts__[{index}]",
+                "function": "__vllm_inlined_submods__{index}",
+            },
+        ),
+    }
+)
 
 
-def _is_atom(e: Any) -> bool:
-    """Can ``e`` be followed by ``[...]``, ``.attr`` or ``(...)`` as written?"""
-    return not isinstance(e, (Literal, SliceExpr))
+class _RawOutput(Exception):
+    pass
 
 
-def _atom(e: Any) -> str:
-    text = expr_source(e)
-    return text if _is_atom(e) else f"({text})"
+def _finalize(value: Any) -> Any:
+    """Let through Code and template text (Markup), identifiers and ints."""
+    if isinstance(value, Markup):
+        return value
+    if type(value) is int or type(value) is bool:
+        return Markup(value)
+    if isinstance(value, str) and value.isascii() and value.isidentifier():
+        return Markup(value)
+    raise _RawOutput(
+        f"the template printed a raw {type(value).__name__} ({str(value)[:40]!r}); "
+        "print values through stitchgen's filters (expr, literal, names, comment, ...)"
+    )
 
 
-def _items(items: Sequence[Any]) -> str:
-    return ", ".join(expr_source(x) for x in items)
+class Templates:
+    """Where templates come from, and the extra filters and globals they use.
 
+    Build one per project configuration and pass it to ``render``,
+    ``generate`` or ``compile`` (``templates=``); its Jinja environment is
+    built once, on first use.
 
-def expr_source(e: Any) -> str:
-    """Python source for an IR expression or callee."""
-    if isinstance(e, Name):
-        return e.id
-    if isinstance(e, Literal):
-        return literal_source(e.value)
-    if isinstance(e, (ConstRef, SubmodRef, FunctionRef)):
-        return e.name
-    if isinstance(e, GlobalRef):
-        if e.module == "builtins":
-            return e.path
-        return f"{e.module}.{e.path}" if e.path else e.module
-    if isinstance(e, TupleExpr):
-        if len(e.items) == 1:
-            return f"({expr_source(e.items[0])},)"
-        return f"({_items(e.items)})"
-    if isinstance(e, ListExpr):
-        return f"[{_items(e.items)}]"
-    if isinstance(e, DictExpr):
-        return "{" + ", ".join(f"{expr_source(k)}: {expr_source(v)}" for k, v in e.items) + "}"
-    if isinstance(e, SliceExpr):
-        return f"slice({_items((e.start, e.stop, e.step))})"
-    if isinstance(e, MethodRef):
-        if _plain_identifier(e.method):
-            return f"{_atom(e.receiver)}.{e.method}"
-        return f"getattr({expr_source(e.receiver)}, {literal_source(e.method)})"
-    raise TypeError(f"cannot render {type(e).__name__} as an expression")
+    >>> import torch.fx as fx, stitchgen
+    >>> profiled = stitchgen.Templates(variant="profiled")
+    >>> code = stitchgen.generate(fx.symbolic_trace(lambda x: x + 1), templates=profiled).code
 
+    ``dirs`` are searched first (a file with a built-in's name overrides it);
+    ``variant`` selects a shipped template set (``"profiled"``, ``"vllm"``);
+    ``filters`` are extra Jinja filters — one that builds source must return
+    :class:`stitchgen.Code`; ``globals`` are extra template variables.
+    Neither may replace stitchgen's own filters.
+    """
 
-def _is_none(e: Any) -> bool:
-    return isinstance(e, Literal) and e.value is None
+    def __init__(
+        self,
+        dirs: Sequence[str | os.PathLike[str]] | str | os.PathLike[str] = (),
+        *,
+        variant: str | None = None,
+        filters: Mapping[str, Callable[..., Any]] | None = None,
+        globals: Mapping[str, Any] | None = None,
+    ) -> None:
+        if isinstance(dirs, (str, os.PathLike)):
+            dirs = (dirs,)
+        self.dirs = tuple(os.fspath(d) for d in dirs)
+        for d in self.dirs:
+            if not os.path.isdir(d):
+                raise FileNotFoundError(f"template directory {d!r} does not exist")
+        if variant is not None and variant not in VARIANTS:
+            raise ValueError(f"unknown template variant {variant!r}; shipped: {sorted(VARIANTS)}")
+        self.variant = variant
+        own = set(Writer().filters())
+        clash = sorted(own & set(filters or {}))
+        if clash:
+            raise ValueError(f"filters {clash} are stitchgen's own and cannot be replaced")
+        self.filters = MappingProxyType(dict(filters or {}))
+        self.globals = MappingProxyType(dict(globals or {}))
+        self._env: jinja2.Environment | None = None
+        self._lock = threading.Lock()
 
+    @property
+    def convention(self) -> str:
+        """How the generated code receives its bindings (see :class:`Variant`)."""
+        return VARIANTS[self.variant].convention if self.variant else "closure"
 
-def _slice_part(e: Any) -> str:
-    return "" if _is_none(e) else expr_source(e)
+    def __repr__(self) -> str:
+        return (
+            f"Templates(dirs={list(self.dirs)}, variant={self.variant!r}, "
+            f"filters={sorted(self.filters)}, globals={sorted(self.globals)})"
+        )
 
+    @property
+    def environment(self) -> jinja2.Environment:
+        """The Jinja environment, built once (thread-safe)."""
+        if self._env is None:
+            with self._lock:
+                if self._env is None:
+                    self._env = self._build()
+        return self._env
 
-def _subscript_item(e: Any) -> str:
-    if isinstance(e, SliceExpr):
-        text = f"{_slice_part(e.start)}:{_slice_part(e.stop)}"
-        return text if _is_none(e.step) else f"{text}:{_slice_part(e.step)}"
-    return expr_source(e)
+    def _build(self) -> jinja2.Environment:
+        builtin = templates_dir()
+        search = list(self.dirs)
+        variant = VARIANTS[self.variant] if self.variant else Variant()
+        if self.variant:
+            search.append(str(builtin / "variants" / self.variant))
+        base = jinja2.FileSystemLoader(str(builtin))
+        loaders: list[jinja2.BaseLoader] = []
+        if search:
+            loaders.append(jinja2.FileSystemLoader(search))
+        loaders += [jinja2.PrefixLoader({"stitchgen": base}), base]
+        env = jinja2.Environment(
+            loader=jinja2.ChoiceLoader(loaders),
+            undefined=jinja2.StrictUndefined,
+            autoescape=True,
+            finalize=_finalize,
+            trim_blocks=True,
+            lstrip_blocks=True,
+            keep_trailing_newline=True,
+            auto_reload=True,  # a few stat() calls per render; edited templates are seen
+            cache_size=-1,
+        )
+        env.filters.update(Writer.for_refs(variant.refs).filters())
+        env.filters.update(self.filters)
+        env.globals.update(self.globals)
+        return env
 
-
-def subscript_source(index: Any) -> str:
-    """The text between the brackets of ``obj[...]``: slices as ``a:b:c``,
-    a tuple of two or more items without parentheses, ``...`` for Ellipsis."""
-    if isinstance(index, TupleExpr) and len(index.items) > 1:
-        return ", ".join(_subscript_item(x) for x in index.items)
-    return _subscript_item(index)
-
-
-def arguments_source(stmt: Any) -> str:
-    """``a, b, k=v`` for a call; keyword names that are not identifiers go
-    through ``**{...}`` so they stay data."""
-    parts = [expr_source(a) for a in stmt.args]
-    odd = []
-    for key, value in stmt.kwargs:
-        if _plain_identifier(key):
-            parts.append(f"{key}={expr_source(value)}")
-        else:
-            odd.append(f"{literal_source(key)}: {expr_source(value)}")
-    if odd:
-        parts.append("**{" + ", ".join(odd) + "}")
-    return ", ".join(parts)
-
-
-def params_source(params: Sequence[Param]) -> str:
-    out = []
-    for p in params:
-        text = p.kind + p.name
-        if p.default is not None:
-            text += "=" + expr_source(p.default)
-        out.append(text)
-    return ", ".join(out)
-
-
-def comment_source(text: str) -> str:
-    """``text`` made safe for a one-line comment (newlines and controls escaped)."""
-    return repr(str(text))[1:-1]
-
-
-# --------------------------------------------------------------------------
-# environment
+    def render(self, program: Program) -> str:
+        """Unformatted source for ``program``."""
+        try:
+            return self.environment.get_template(ENTRY_TEMPLATE).render(program=program)
+        except Exception as exc:
+            raise _template_error(exc) from exc
 
 
 @functools.lru_cache(maxsize=32)
-def environment(template_dirs: tuple[str, ...] = ()) -> jinja2.Environment:
-    """The Jinja environment for a tuple of user template directories
-    (searched first). Cached: build-once, share-everywhere."""
-    for d in template_dirs:
-        if not os.path.isdir(d):
-            raise FileNotFoundError(f"template directory {d!r} does not exist")
-    builtin = jinja2.FileSystemLoader(str(templates_dir()))
-    loaders: list[jinja2.BaseLoader] = []
-    if template_dirs:
-        loaders.append(jinja2.FileSystemLoader(list(template_dirs)))
-    loaders += [jinja2.PrefixLoader({"stitchgen": builtin}), builtin]
-    env = jinja2.Environment(
-        loader=jinja2.ChoiceLoader(loaders),
-        undefined=jinja2.StrictUndefined,
-        autoescape=False,
-        trim_blocks=True,
-        lstrip_blocks=True,
-        keep_trailing_newline=True,
-        auto_reload=True,  # a few stat() calls per render; edited templates are seen
-        cache_size=-1,
-    )
-    env.filters.update(
-        expr=expr_source,
-        atom=_atom,
-        subscript=subscript_source,
-        arguments=arguments_source,
-        params=params_source,
-        comment=comment_source,
-    )
-    return env
+def _shared(dirs: tuple[str, ...], variant: str | None) -> Templates:
+    return Templates(dirs, variant=variant)
 
 
-def _normalize_dirs(template_dirs: Sequence[str | os.PathLike[str]]) -> tuple[str, ...]:
+def resolve_templates(
+    templates: Templates | str | None, template_dirs: Sequence[str | os.PathLike[str]] = ()
+) -> Templates:
+    """``templates`` as a :class:`Templates`: None is the built-ins, a string
+    names a variant; plain ``template_dirs`` share one cached instance."""
     if isinstance(template_dirs, (str, os.PathLike)):
         template_dirs = (template_dirs,)
-    return tuple(os.fspath(d) for d in template_dirs)
+    dirs = tuple(os.fspath(d) for d in template_dirs)
+    if isinstance(templates, Templates):
+        if dirs:
+            raise ValueError("pass template_dirs inside Templates(dirs=...), not both")
+        return templates
+    if templates is not None and not isinstance(templates, str):
+        raise TypeError(f"templates must be a Templates, a variant name or None, not {templates!r}")
+    return _shared(dirs, templates)
 
 
 def _template_error(exc: BaseException) -> TemplateError:
+    if isinstance(exc, TemplateError):
+        return exc
     name = getattr(exc, "filename", None) or getattr(exc, "name", None)
     line = getattr(exc, "lineno", None)
     if name is None or line is None:
         # runtime errors: Jinja rewrites the traceback so template frames
         # carry the template's file and line
         for frame in reversed(traceback.extract_tb(exc.__traceback__)):
-            if frame.filename.endswith(".j2") or "templates" in frame.filename:
+            if frame.filename.endswith(".j2"):
                 name, line = frame.filename, frame.lineno
                 break
     where = f"{name}:{line}" if name else "template"
-    return TemplateError(f"{where}: {type(exc).__name__}: {exc}", template=name, lineno=line)
-
-
-def render_source(program: Program, template_dirs: Sequence[str] = ()) -> str:
-    """Render without formatting (the compile path)."""
-    env = environment(_normalize_dirs(template_dirs))
-    try:
-        return env.get_template(ENTRY_TEMPLATE).render(program=program)
-    except TemplateError:
-        raise
-    except (jinja2.TemplateError, Exception) as exc:
-        raise _template_error(exc) from exc
+    kind = "unsafe output" if isinstance(exc, _RawOutput) else type(exc).__name__
+    return TemplateError(f"{where}: {kind}: {exc}", template=name, lineno=line)
 
 
 def render(
@@ -233,6 +244,7 @@ def render(
     *,
     format: bool = True,
     template_dirs: Sequence[str | os.PathLike[str]] = (),
+    templates: Templates | str | None = None,
 ) -> str:
     """Python source for ``program``; ``format=True`` runs black on it.
 
@@ -241,7 +253,7 @@ def render(
     >>> print(stitchgen.render(stitchgen.lower(gm), format=False))  # doctest: +ELLIPSIS
     # Generated by stitchgen...
     """
-    source = render_source(program, _normalize_dirs(template_dirs))
+    source = resolve_templates(templates, template_dirs).render(program)
     if format:
         from .formatting import format_source
 

@@ -7,7 +7,11 @@ import torch.fx as fx
 
 import stitchgen
 from stitchgen import TemplateError, ir
-from stitchgen.render import environment, expr_source, subscript_source
+from stitchgen.expressions import Writer
+from stitchgen.render import Templates, resolve_templates
+
+expr_source = Writer().source
+subscript_source = Writer().subscript_source
 
 N = ir.Literal(None)
 
@@ -34,8 +38,11 @@ def test_slices_outside_subscripts_are_slice_calls():
 
 
 def test_environment_is_built_once_per_configuration(tmp_path):
-    assert environment(()) is environment(())
-    assert environment((str(tmp_path),)) is not environment(())
+    assert resolve_templates(None) is resolve_templates(None)
+    assert resolve_templates(None, [tmp_path]) is resolve_templates(None, [str(tmp_path)])
+    assert resolve_templates(None, [tmp_path]) is not resolve_templates(None)
+    templates = Templates(tmp_path)
+    assert templates.environment is templates.environment
 
 
 def test_unformatted_and_formatted_code_are_the_same_program():
@@ -83,11 +90,9 @@ def test_formatting_is_cached_by_source():
 
 
 def test_a_template_that_renders_invalid_python_is_a_template_error(tmp_path):
-    from stitchgen.render import templates_dir
-
-    builtin = (templates_dir() / "statements.py.j2").read_text()
-    broken = builtin.replace("return {{ s.value | expr }}", "return ((({{ s.value | expr }}")
-    assert broken != builtin
-    (tmp_path / "statements.py.j2").write_text(broken)
+    (tmp_path / "function.py.j2").write_text(
+        '{% extends "stitchgen/function.py.j2" %}\n'
+        "{% block return %}\n    return ((({{ stmt.value | expr }}\n{% endblock %}\n"
+    )
     with pytest.raises(TemplateError, match="not valid Python"):
         stitchgen.generate(fx.symbolic_trace(lambda x: x), template_dirs=[tmp_path])

@@ -1,0 +1,203 @@
+"""IR expressions → Python source: the one place that writes them.
+
+Templates place text; this module decides it. Every value a template prints
+comes from one of the filters built here (each returns :class:`Code`), or is
+a plain identifier or an int — the environment's ``finalize`` refuses anything
+else, so no constant can ever reach the source except through
+:func:`~stitchgen.literals.literal_source`.
+
+How a binding is spelled depends on the calling convention: by its closure
+name (``call_submod_1``) by default, or by index (``__vllm_submods__[0]``)
+in the ``vllm`` variant. :class:`Writer` holds those spellings.
+"""
+
+from __future__ import annotations
+
+import keyword
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from markupsafe import Markup
+
+from .ir import (
+    ConstRef,
+    DictExpr,
+    FunctionRef,
+    GlobalRef,
+    ListExpr,
+    Literal,
+    MethodRef,
+    Name,
+    Param,
+    SliceExpr,
+    SubmodRef,
+    TupleExpr,
+)
+from .literals import literal_source
+
+__all__ = ["Code", "Writer", "is_plain_identifier"]
+
+
+class Code(Markup):
+    """Source text vouched for as code. stitchgen's filters return it; a
+    downstream filter that builds source must return it too (after making
+    sure every constant in it went through ``literal_source``)."""
+
+    __slots__ = ()
+
+
+def is_plain_identifier(text: str) -> bool:
+    """An ASCII identifier that is not a keyword (non-ASCII identifiers are
+    NFKC-normalized by Python, so two spellings could name one attribute)."""
+    return text.isascii() and text.isidentifier() and not keyword.iskeyword(text)
+
+
+def _is_none(e: Any) -> bool:
+    return isinstance(e, Literal) and e.value is None
+
+
+@dataclass(frozen=True)
+class Writer:
+    """Writes expressions for one calling convention.
+
+    ``refs`` maps ``"submod"``, ``"const"`` and ``"function"`` to a format
+    string with ``{name}`` and ``{index}``; a missing key means "by name".
+    """
+
+    refs: tuple[tuple[str, str], ...] = ()
+
+    @classmethod
+    def for_refs(cls, refs: Mapping[str, str]) -> Writer:
+        return cls(tuple(sorted(refs.items())))
+
+    def _ref(self, kind: str, name: str, index: int) -> str:
+        for key, fmt in self.refs:
+            if key == kind:
+                return fmt.format(name=name, index=index)
+        return name
+
+    # -- expressions ------------------------------------------------------
+
+    def source(self, e: Any) -> str:
+        """Python source for an IR expression or callee."""
+        if isinstance(e, Name):
+            return e.id
+        if isinstance(e, Literal):
+            return literal_source(e.value)
+        if isinstance(e, SubmodRef):
+            return self._ref("submod", e.name, e.index)
+        if isinstance(e, ConstRef):
+            return self._ref("const", e.name, e.index)
+        if isinstance(e, FunctionRef):
+            return self._ref("function", e.name, e.index)
+        if isinstance(e, GlobalRef):
+            if e.module == "builtins":
+                return e.path
+            return f"{e.module}.{e.path}" if e.path else e.module
+        if isinstance(e, TupleExpr):
+            if len(e.items) == 1:
+                return f"({self.source(e.items[0])},)"
+            return f"({self._items(e.items)})"
+        if isinstance(e, ListExpr):
+            return f"[{self._items(e.items)}]"
+        if isinstance(e, DictExpr):
+            pairs = ", ".join(f"{self.source(k)}: {self.source(v)}" for k, v in e.items)
+            return "{" + pairs + "}"
+        if isinstance(e, SliceExpr):
+            return f"slice({self._items((e.start, e.stop, e.step))})"
+        if isinstance(e, MethodRef):
+            if is_plain_identifier(e.method):
+                return f"{self.atom_source(e.receiver)}.{e.method}"
+            return f"getattr({self.source(e.receiver)}, {literal_source(e.method)})"
+        raise TypeError(f"cannot render {type(e).__name__} as an expression")
+
+    def _items(self, items: Sequence[Any]) -> str:
+        return ", ".join(self.source(x) for x in items)
+
+    def atom_source(self, e: Any) -> str:
+        """``e`` as something ``[...]``, ``.attr`` or ``(...)`` may follow."""
+        text = self.source(e)
+        return f"({text})" if isinstance(e, (Literal, SliceExpr)) else text
+
+    def _subscript_item(self, e: Any) -> str:
+        if isinstance(e, SliceExpr):
+            start = "" if _is_none(e.start) else self.source(e.start)
+            stop = "" if _is_none(e.stop) else self.source(e.stop)
+            text = f"{start}:{stop}"
+            return text if _is_none(e.step) else f"{text}:{self.source(e.step)}"
+        return self.source(e)
+
+    def subscript_source(self, index: Any) -> str:
+        """The text between the brackets of ``obj[...]``: slices as ``a:b:c``,
+        a tuple of two or more items without parentheses, ``...`` for Ellipsis."""
+        if isinstance(index, TupleExpr) and len(index.items) > 1:
+            return ", ".join(self._subscript_item(x) for x in index.items)
+        return self._subscript_item(index)
+
+    def arguments_source(self, stmt: Any) -> str:
+        """``a, b, k=v`` for a call; keyword names that are not identifiers go
+        through ``**{...}`` so they stay data."""
+        parts = [self.source(a) for a in stmt.args]
+        odd = []
+        for key, value in stmt.kwargs:
+            if is_plain_identifier(key):
+                parts.append(f"{key}={self.source(value)}")
+            else:
+                odd.append(f"{literal_source(key)}: {self.source(value)}")
+        if odd:
+            parts.append("**{" + ", ".join(odd) + "}")
+        return ", ".join(parts)
+
+    def params_source(self, params: Sequence[Param]) -> str:
+        out = []
+        for p in params:
+            text = p.kind + p.name
+            if p.default is not None:
+                text += "=" + self.source(p.default)
+            out.append(text)
+        return ", ".join(out)
+
+    # -- the filters templates see ------------------------------------------
+
+    def filters(self) -> dict[str, Callable[..., Code]]:
+        """Every filter returns :class:`Code`; see docs/templates.md."""
+        return {
+            "expr": lambda e: Code(self.source(e)),
+            "atom": lambda e: Code(self.atom_source(e)),
+            "subscript": lambda e: Code(self.subscript_source(e)),
+            "arguments": lambda s: Code(self.arguments_source(s)),
+            "params": lambda ps: Code(self.params_source(ps)),
+            "literal": literal,
+            "names": names,
+            "dotted": dotted,
+            "comment": comment,
+        }
+
+
+def literal(value: Any) -> Code:
+    """A primitive constant as a Python literal (``'a\\nb'``, ``float('inf')``)."""
+    return Code(literal_source(value))
+
+
+def names(items: Iterable[Any]) -> Code:
+    """``a, b, c`` from identifiers, or from objects with a ``name``."""
+    out = []
+    for item in items:
+        name = item if isinstance(item, str) else item.name
+        if not is_plain_identifier(name):
+            raise ValueError(f"{name!r} is not an identifier")
+        out.append(name)
+    return Code(", ".join(out))
+
+
+def dotted(name: str) -> Code:
+    """A dotted module or attribute path, checked atom by atom."""
+    if not all(is_plain_identifier(atom) for atom in name.split(".")):
+        raise ValueError(f"{name!r} is not a dotted name")
+    return Code(name)
+
+
+def comment(text: Any) -> Code:
+    """``text`` made safe for a one-line comment (newlines and controls escaped)."""
+    return Code(repr(str(text))[1:-1])
