@@ -62,7 +62,7 @@ def generate(
             return add
     """
     templates = resolve_templates(templates, template_dirs)
-    program = lower(gm, name=name, opaque=opaque)
+    program = lower(gm, name=name, opaque=opaque, names=templates.names, reserve=templates.reserve)
     code = render(program, format=format, templates=templates)
     defaults = {s.path: fetch_attr(gm, s.path) for s in program.submods if s.path not in opaque}
     return Generated(

@@ -246,6 +246,8 @@ class Program:
     submods: tuple[SubmodDecl, ...]
     consts: tuple[ConstDecl, ...]
     functions: tuple[Function, ...]
+    #: extra names no identifier may take (modules a template imports, say)
+    reserved: tuple[str, ...] = ()
     const_values: tuple[Any, ...] = field(default=(), compare=False, repr=False)
 
     @property

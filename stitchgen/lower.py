@@ -14,7 +14,7 @@ from __future__ import annotations
 import enum
 import keyword
 import operator
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 import torch
@@ -49,7 +49,16 @@ from .ir import (
 )
 from .literals import is_primitive, qualified_ref
 
-__all__ = ["fetch_attr", "is_inlinable", "lower"]
+__all__ = ["NAME_FORMATS", "fetch_attr", "is_inlinable", "lower"]
+
+#: how helpers and bindings are named before the naming pass makes the names
+#: valid and unique; override any of them with ``lower(..., names=...)``
+NAME_FORMATS = {
+    "binder": "bind",
+    "submod": "call_{path}",
+    "inlined": "inlined_{path}",
+    "const": "const_{hint}",
+}
 
 _LISTS = (list, immutable_list)
 _DICTS = (dict, immutable_dict)
@@ -60,14 +69,18 @@ def lower(
     *,
     name: str = "execution_fn",
     opaque: Iterable[str] = (),
+    names: Mapping[str, str] | None = None,
+    reserve: Iterable[str] = (),
 ) -> Program:
     """Lower ``gm``'s graph to a program whose entry function is ``name``.
 
     Children named in ``opaque`` (qualified names, e.g. ``"submod_1"``) are
     called through bindings; other ``GraphModule`` children are inlined
     (recursively); any other child is called through a binding whose default
-    is the child itself. The result has already been through the liveness and
-    naming passes, so it is ready to render.
+    is the child itself. ``names`` overrides :data:`NAME_FORMATS` (the binder's
+    name, and the formats of binding and inlined-function names); ``reserve``
+    adds names no identifier may take. The result has already been through
+    the liveness and naming passes, so it is ready to render.
 
     >>> import torch, torch.fx as fx
     >>> gm = fx.symbolic_trace(lambda x: torch.relu(x) + 1)
@@ -82,7 +95,11 @@ def lower(
         )
     if not isinstance(name, str) or not name.isidentifier() or keyword.iskeyword(name):
         raise ValueError(f"function name must be a Python identifier, got {name!r}")
-    lowerer = _Lowerer(gm, frozenset(opaque))
+    formats = {**NAME_FORMATS, **(names or {})}
+    unknown = sorted(set(formats) - set(NAME_FORMATS))
+    if unknown:
+        raise ValueError(f"unknown name formats {unknown}; known: {sorted(NAME_FORMATS)}")
+    lowerer = _Lowerer(gm, frozenset(opaque), formats)
     entry = lowerer.function(gm, prefix="", name=name)
     unused = lowerer.opaque - set(lowerer.submod_index)
     if unused:
@@ -92,11 +109,12 @@ def lower(
         )
     program = Program(
         name=name,
-        binder="bind",
+        binder=formats["binder"],
         imports=tuple(sorted(lowerer.imports)),
         submods=tuple(lowerer.submod_decls),
         consts=tuple(lowerer.const_decls),
         functions=(*lowerer.inlined.values(), entry),
+        reserved=tuple(sorted(set(reserve))),
         const_values=tuple(lowerer.const_values),
     )
     program = liveness.insert_dels(program)
@@ -126,9 +144,12 @@ def is_inlinable(child: Any) -> bool:
 
 
 class _Lowerer:
-    def __init__(self, root: fx.GraphModule, opaque: frozenset[str]) -> None:
+    def __init__(
+        self, root: fx.GraphModule, opaque: frozenset[str], formats: Mapping[str, str]
+    ) -> None:
         self.root = root
         self.opaque = opaque
+        self.formats = formats
         self.imports: set[str] = set()
         self.const_index: dict[int, int] = {}
         self.const_values: list[Any] = []
@@ -257,7 +278,7 @@ class _Lowerer:
         index = self.submod_index.get(path)
         if index is None:
             index = self.submod_index[path] = len(self.submod_decls)
-            self.submod_decls.append(SubmodDecl(f"call_{path}", path))
+            self.submod_decls.append(SubmodDecl(self.formats["submod"].format(path=path), path))
             if default is not None:
                 self.submod_defaults[path] = default
         return SubmodRef(index, self.submod_decls[index].name)
@@ -268,7 +289,8 @@ class _Lowerer:
                 raise CodegenError(f"GraphModule {path!r} calls itself", node)
             self._in_progress.append(id(child))
             try:
-                fn = self.function(child, prefix=path + ".", name=f"inlined_{path}")
+                name = self.formats["inlined"].format(path=path)
+                fn = self.function(child, prefix=path + ".", name=name)
             finally:
                 self._in_progress.pop()
             self.inlined_index[path] = len(self.inlined)
@@ -299,7 +321,8 @@ class _Lowerer:
         if index is None:
             index = self.const_index[id(value)] = len(self.const_values)
             self.const_values.append(value)  # keeps the object (and its id) alive
-            self.const_decls.append(ConstDecl(f"const_{hint}", _describe(value)))
+            decl = ConstDecl(self.formats["const"].format(hint=hint), _describe(value))
+            self.const_decls.append(decl)
         return ConstRef(index, self.const_decls[index].name)
 
     def arg(self, a: Any, node: fx.Node, env: dict[fx.Node, Expr]) -> Expr:

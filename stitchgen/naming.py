@@ -101,7 +101,7 @@ class Namespace:
 def assign_names(program: Program) -> Program:
     """Rename every identifier of ``program`` so the module is valid Python
     in which nothing shadows anything else."""
-    scope = Namespace()
+    scope = Namespace(RESERVED | set(program.reserved))
     for module in program.imports:
         scope.reserve(module.partition(".")[0])
     if program.name in scope:

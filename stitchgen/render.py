@@ -116,7 +116,10 @@ class Templates:
     ``variant`` selects a shipped template set (``"profiled"``, ``"vllm"``);
     ``filters`` are extra Jinja filters — one that builds source must return
     :class:`stitchgen.Code`; ``globals`` are extra template variables.
-    Neither may replace stitchgen's own filters.
+    Neither may replace stitchgen's own filters. ``names`` renames our
+    helpers (keys of :data:`stitchgen.lower.NAME_FORMATS`: ``binder``,
+    ``submod``, ``inlined``, ``const``); ``reserve`` lists names the templates
+    use (a module they import, say) that no generated identifier may take.
     """
 
     def __init__(
@@ -126,6 +129,8 @@ class Templates:
         variant: str | None = None,
         filters: Mapping[str, Callable[..., Any]] | None = None,
         globals: Mapping[str, Any] | None = None,
+        names: Mapping[str, str] | None = None,
+        reserve: Sequence[str] = (),
     ) -> None:
         if isinstance(dirs, (str, os.PathLike)):
             dirs = (dirs,)
@@ -142,6 +147,13 @@ class Templates:
             raise ValueError(f"filters {clash} are stitchgen's own and cannot be replaced")
         self.filters = MappingProxyType(dict(filters or {}))
         self.globals = MappingProxyType(dict(globals or {}))
+        from .lower import NAME_FORMATS
+
+        unknown = sorted(set(names or {}) - set(NAME_FORMATS))
+        if unknown:
+            raise ValueError(f"unknown name formats {unknown}; known: {sorted(NAME_FORMATS)}")
+        self.names = MappingProxyType(dict(names or {}))
+        self.reserve = tuple(reserve)
         self._env: jinja2.Environment | None = None
         self._lock = threading.Lock()
 
@@ -153,7 +165,8 @@ class Templates:
     def __repr__(self) -> str:
         return (
             f"Templates(dirs={list(self.dirs)}, variant={self.variant!r}, "
-            f"filters={sorted(self.filters)}, globals={sorted(self.globals)})"
+            f"filters={sorted(self.filters)}, globals={sorted(self.globals)}, "
+            f"names={dict(self.names)}, reserve={list(self.reserve)})"
         )
 
     @property

@@ -4,6 +4,8 @@ Each case builds a stitching graph (``gm``), the inputs to call it with and
 the children to call through bindings (``submods``). ``golden/<name>.py`` is
 the black-formatted code that ``stitchgen.generate`` emits for it; the tests
 compare against it and run the code against ``gm`` itself (the oracle).
+``TEMPLATE_SETS`` adds ``golden/<set>/<name>.py`` for the shipped variants
+and for an example downstream project (``tests/downstream/``).
 ``stitchgen golden --update`` rewrites the files from this registry.
 """
 
@@ -17,13 +19,16 @@ import operator
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import torch
 import torch.fx as fx
 from torch.fx._lazy_graph_module import _make_graph_module, _use_lazy_graph_module
 
+from stitchgen import Code, Templates
 from stitchgen.demo import split_decoder
+from stitchgen.literals import literal_source
 
 
 @dataclass
@@ -449,3 +454,43 @@ def dict_and_list_arguments(device: str) -> Case:
 
     inputs = (torch.randn(2, device=device), torch.randn(2, device=device))
     return Case(graph_module({}, build), inputs)
+
+
+# -- template sets -----------------------------------------------------------
+
+
+def _label(node_name: str) -> Code:
+    """The example project's filter: a label literal for its hook."""
+    return Code(literal_source(f"piece:{node_name}"))
+
+
+def downstream_templates() -> Templates:
+    """An example downstream project: one directory of templates (a header
+    and an import via ``super()``, a hook line before every piece call), one
+    custom filter, and its own helper names."""
+    return Templates(
+        Path(__file__).parent / "downstream",
+        filters={"label": _label},
+        names={"binder": "make_forward", "submod": "piece_{path}"},
+        reserve=["downstream_hooks"],
+    )
+
+
+TEMPLATE_SETS: dict[str, tuple[Callable[[], Templates], list[str]]] = {
+    "profiled": (
+        lambda: Templates(variant="profiled"),
+        ["decoder_1_layer", "decoder_opaque_pieces", "nested_children", "no_call_module"],
+    ),
+    "vllm": (
+        lambda: Templates(variant="vllm"),
+        [
+            "decoder_1_layer",
+            "decoder_opaque_pieces",
+            "nested_children",
+            "constants",
+            "zero_inputs",
+            "name_collisions",
+        ],
+    ),
+    "downstream": (downstream_templates, ["decoder_1_layer", "nested_children"]),
+}

@@ -14,24 +14,26 @@ from stitchgen.cli import main
 
 ROOT = Path(__file__).resolve().parents[1]
 NAMES = sorted(CASES)
+ENTRIES = golden.entries(ROOT)
 
 
 def test_corpus_has_at_least_15_cases():
     assert len(CASES) >= 15
 
 
-@pytest.mark.parametrize("name", NAMES)
-def test_golden_file_matches_generated_code(name):
-    expected = (ROOT / "golden" / f"{name}.py").read_text(encoding="utf-8")
-    actual = golden.case_code(CASES[name])
-    assert actual == expected, golden.check(ROOT, [name])[0]
+def test_every_template_set_is_golden_locked():
+    sets = {key.split("/")[0] for key in ENTRIES if "/" in key}
+    assert sets == {"profiled", "vllm", "downstream"}
 
 
-@pytest.mark.parametrize("name", NAMES)
-def test_golden_code_runs_equal_to_graphmodule(name):
-    case = CASES[name]("cpu")
-    generated = stitchgen.generate(case.gm, opaque=tuple(case.submods))
-    assert generated.code == (ROOT / "golden" / f"{name}.py").read_text(encoding="utf-8")
+@pytest.mark.parametrize("key", sorted(ENTRIES))
+def test_golden_code_matches_and_runs_equal_to_graphmodule(key):
+    entry = ENTRIES[key]
+    case = entry.build("cpu")
+    templates = entry.templates() if entry.templates else None
+    generated = stitchgen.generate(case.gm, opaque=tuple(case.submods), templates=templates)
+    expected_code = entry.path(ROOT).read_text(encoding="utf-8")
+    assert generated.code == expected_code, golden.check(ROOT, [key])[0]
     fn = stitchgen.load(generated, case.submods)
     assert_same(fn(*case.inputs), case.expected())
 
@@ -80,6 +82,7 @@ def test_golden_check_reports_drift_with_a_diff(scratch_project, capsys):
 
 
 def test_golden_check_flags_missing_and_stale_files(scratch_project):
+    """(the registry below has one case and no template sets)"""
     tmp_path = scratch_project
     (tmp_path / "tests" / "golden_cases.py").write_text(
         "import importlib.util, sys\n"
