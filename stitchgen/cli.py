@@ -11,8 +11,10 @@ __all__ = ["main"]
 
 def _demo(args: argparse.Namespace) -> int:
     from .demo import run_demo
+    from .render import Templates
 
-    return 0 if run_demo(args.layers) else 1
+    templates = Templates(args.template_dir or (), variant=args.variant)
+    return 0 if run_demo(args.layers, templates=templates) else 1
 
 
 def _golden(args: argparse.Namespace) -> int:
@@ -39,6 +41,13 @@ def main(argv: list[str] | None = None) -> int:
     sub = parser.add_subparsers(dest="command", required=True)
     demo = sub.add_parser("demo", help="trace, split and compile a small decoder; compare and time")
     demo.add_argument("--layers", type=int, default=2)
+    demo.add_argument(
+        "--template-dir",
+        action="append",
+        metavar="DIR",
+        help="searched before the built-in templates (repeatable)",
+    )
+    demo.add_argument("--variant", choices=["profiled", "vllm"], help="a shipped template set")
     demo.set_defaults(run=_demo)
     gold = sub.add_parser("golden", help="check or regenerate the golden files")
     mode = gold.add_mutually_exclusive_group(required=True)

@@ -83,13 +83,15 @@ def _per_call(fn: Callable[[], Any], number: int = 200, rounds: int = 7) -> floa
     return statistics.median(timeit.repeat(fn, number=number, repeat=rounds)) / number
 
 
-def run_demo(n_layers: int = 2, print_fn: Callable[[str], Any] = print) -> bool:
+def run_demo(
+    n_layers: int = 2, print_fn: Callable[[str], Any] = print, templates: Any = None
+) -> bool:
     """Trace, split, generate, check and time; returns whether outputs match."""
     from .generate import generate
     from .load import load
 
     split_gm, inputs = split_decoder(n_layers)
-    generated = generate(split_gm)
+    generated = generate(split_gm, templates=templates)
     print_fn(generated.code)
     fn = load(generated)
     expected = split_gm(*inputs)
