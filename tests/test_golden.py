@@ -47,10 +47,12 @@ def test_compile_path_equals_graphmodule(name):
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("name", NAMES)
-def test_cuda_bit_exact(name):
-    case = CASES[name]("cuda")
-    fn = stitchgen.compile(case.gm, case.submods)
+@pytest.mark.parametrize("key", sorted(ENTRIES))
+def test_cuda_bit_exact(key):
+    entry = ENTRIES[key]
+    case = entry.build("cuda")
+    templates = entry.templates() if entry.templates else None
+    fn = stitchgen.compile(case.gm, case.submods, templates=templates)
     expected = case.expected()
     actual = fn(*case.inputs)
     torch.cuda.synchronize()
