@@ -17,10 +17,12 @@ never turn a string constant into code.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import os
 import threading
 import traceback
+from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -85,6 +87,41 @@ VARIANTS: Mapping[str, Variant] = MappingProxyType(
 
 class _RawOutput(Exception):
     pass
+
+
+class _Key:
+    """A render-cache key whose (deep, costly) hash is computed once."""
+
+    __slots__ = ("program", "stamp", "_hash")
+
+    def __init__(self, program: Program, stamp: tuple[Any, ...]) -> None:
+        self.program, self.stamp = program, stamp
+        self._hash = hash((program, stamp))
+
+    def __hash__(self) -> int:
+        return self._hash
+
+    def __eq__(self, other: object) -> bool:
+        return (
+            isinstance(other, _Key)
+            and self._hash == other._hash
+            and self.stamp == other.stamp
+            and self.program == other.program
+        )
+
+
+class _Context(jinja2.runtime.Context):
+    """Jinja's context, minus a copy: a scoped block (one per statement here)
+    derives a context, and Jinja copies the whole block table each time.
+    The table is never changed once rendering runs, so derived contexts share it."""
+
+    def derived(self, locals: dict[str, Any] | None = None) -> jinja2.runtime.Context:
+        context = jinja2.runtime.new_context(
+            self.environment, self.name, {}, self.get_all(), True, None, locals
+        )
+        context.eval_ctx = self.eval_ctx
+        context.blocks = self.blocks
+        return context
 
 
 def _finalize(value: Any) -> Any:
@@ -156,6 +193,7 @@ class Templates:
         self.reserve = tuple(reserve)
         self._env: jinja2.Environment | None = None
         self._lock = threading.Lock()
+        self._rendered: OrderedDict[_Key, str] = OrderedDict()
 
     @property
     def convention(self) -> str:
@@ -200,17 +238,43 @@ class Templates:
             auto_reload=True,  # a few stat() calls per render; edited templates are seen
             cache_size=-1,
         )
+        env.context_class = _Context
         env.filters.update(Writer.for_refs(variant.refs).filters())
         env.filters.update(self.filters)
         env.globals.update(self.globals)
         return env
 
     def render(self, program: Program) -> str:
-        """Unformatted source for ``program``."""
+        """Unformatted source for ``program``.
+
+        Results are cached (the last 16 programs), keyed by the program —
+        without its constant objects, which the cache never holds — and by
+        the modification times of the files in ``dirs``, so an edited
+        template is seen."""
+        key = _Key(dataclasses.replace(program, const_values=()), self._stamp())
+        with self._lock:
+            cached = self._rendered.pop(key, None)
+            if cached is not None:
+                self._rendered[key] = cached  # now the most recent
+                return cached
         try:
-            return self.environment.get_template(ENTRY_TEMPLATE).render(program=program)
+            source = self.environment.get_template(ENTRY_TEMPLATE).render(program=program)
         except Exception as exc:
             raise _template_error(exc) from exc
+        with self._lock:
+            self._rendered[key] = source
+            while len(self._rendered) > 16:
+                self._rendered.popitem(last=False)
+        return source
+
+    def _stamp(self) -> tuple[Any, ...]:
+        """What the user's template files look like now (names, mtimes)."""
+        stamp = []
+        for d in self.dirs:
+            for path in sorted(Path(d).rglob("*")):
+                if path.is_file():
+                    stamp.append((str(path), path.stat().st_mtime_ns))
+        return tuple(stamp)
 
 
 @functools.lru_cache(maxsize=32)

@@ -96,3 +96,37 @@ def test_a_template_that_renders_invalid_python_is_a_template_error(tmp_path):
     )
     with pytest.raises(TemplateError, match="not valid Python"):
         stitchgen.generate(fx.symbolic_trace(lambda x: x), template_dirs=[tmp_path])
+
+
+def test_rendered_source_is_cached_without_holding_constants():
+    import gc
+    import weakref
+
+    import torch
+
+    templates = Templates()
+    table = torch.arange(3.0)
+    ref = weakref.ref(table)
+    graph = fx.Graph()
+    x = graph.placeholder("x")
+    graph.output(graph.call_function(torch.add, (x, table)))
+    gm = fx.GraphModule({}, graph)
+    first = stitchgen.render(stitchgen.lower(gm), format=False, templates=templates)
+    second = stitchgen.render(stitchgen.lower(gm), format=False, templates=templates)
+    assert first is second  # the cached string itself
+    del gm, graph, table
+    gc.collect()
+    assert ref() is None  # the cache keys programs without their constant objects
+
+
+def test_an_edited_template_is_seen_despite_the_cache(tmp_path):
+    import os
+
+    path = tmp_path / "module.py.j2"
+    path.write_text('{% extends "stitchgen/module.py.j2" %}{% block header %}# one\n{% endblock %}')
+    templates = Templates(tmp_path)
+    program = stitchgen.lower(fx.symbolic_trace(lambda x: x))
+    assert stitchgen.render(program, templates=templates).startswith("# one")
+    path.write_text(path.read_text().replace("one", "two"))
+    os.utime(path, ns=(path.stat().st_atime_ns, path.stat().st_mtime_ns + 10**9))
+    assert stitchgen.render(program, templates=templates).startswith("# two")
