@@ -114,7 +114,7 @@ def test_rendered_source_is_cached_without_holding_constants():
     first = stitchgen.render(stitchgen.lower(gm), format=False, templates=templates)
     second = stitchgen.render(stitchgen.lower(gm), format=False, templates=templates)
     assert first is second  # the cached string itself
-    del gm, graph, table
+    del gm, graph, x, table
     gc.collect()
     assert ref() is None  # the cache keys programs without their constant objects
 
