@@ -69,7 +69,7 @@ class Namespace:
 
     >>> ns = Namespace()
     >>> ns.create("torch"), ns.create("x"), ns.create("x"), ns.create("class")
-    ('torch', 'x', 'x_1', 'class_1')
+    ('torch_1', 'x', 'x_1', 'class_1')
     """
 
     def __init__(self, taken: frozenset[str] | set[str] = RESERVED) -> None:
