@@ -49,7 +49,7 @@ from .ir import (
 )
 from .literals import is_primitive, qualified_ref
 
-__all__ = ["NAME_FORMATS", "fetch_attr", "is_inlinable", "lower"]
+__all__ = ["NAME_FORMATS", "fetch_attr", "is_inlinable", "lower", "name_formats"]
 
 #: how helpers and bindings are named before the naming pass makes the names
 #: valid and unique; override any of them with ``lower(..., names=...)``
@@ -95,10 +95,7 @@ def lower(
         )
     if not isinstance(name, str) or not name.isidentifier() or keyword.iskeyword(name):
         raise ValueError(f"function name must be a Python identifier, got {name!r}")
-    formats = {**NAME_FORMATS, **(names or {})}
-    unknown = sorted(set(formats) - set(NAME_FORMATS))
-    if unknown:
-        raise ValueError(f"unknown name formats {unknown}; known: {sorted(NAME_FORMATS)}")
+    formats = name_formats(names)
     lowerer = _Lowerer(gm, frozenset(opaque), formats)
     entry = lowerer.function(gm, prefix="", name=name)
     unused = lowerer.opaque - set(lowerer.submod_index)
@@ -119,6 +116,14 @@ def lower(
     )
     program = liveness.insert_dels(program)
     return naming.assign_names(program)
+
+
+def name_formats(overrides: Mapping[str, str] | None) -> dict[str, str]:
+    """:data:`NAME_FORMATS` with ``overrides`` applied (unknown keys refused)."""
+    unknown = sorted(set(overrides or {}) - set(NAME_FORMATS))
+    if unknown:
+        raise ValueError(f"unknown name formats {unknown}; known: {sorted(NAME_FORMATS)}")
+    return {**NAME_FORMATS, **(overrides or {})}
 
 
 def fetch_attr(owner: torch.nn.Module, target: str) -> Any:

@@ -35,6 +35,7 @@ from markupsafe import Markup
 from .errors import TemplateError
 from .expressions import Code, Writer
 from .ir import Program
+from .lower import name_formats
 
 __all__ = [
     "ENTRY_TEMPLATE",
@@ -184,11 +185,7 @@ class Templates:
             raise ValueError(f"filters {clash} are stitchgen's own and cannot be replaced")
         self.filters = MappingProxyType(dict(filters or {}))
         self.globals = MappingProxyType(dict(globals or {}))
-        from .lower import NAME_FORMATS
-
-        unknown = sorted(set(names or {}) - set(NAME_FORMATS))
-        if unknown:
-            raise ValueError(f"unknown name formats {unknown}; known: {sorted(NAME_FORMATS)}")
+        name_formats(names)  # refuses unknown keys now, not at the first generate
         self.names = MappingProxyType(dict(names or {}))
         self.reserve = tuple(reserve)
         self._env: jinja2.Environment | None = None
