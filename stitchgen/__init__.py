@@ -22,7 +22,8 @@ run the stages for you.
 
 from __future__ import annotations
 
-from . import ir
+from . import compat, ir
+from .backend import backend
 from .errors import BindingError, CodegenError, TemplateError
 from .generate import Generated, compile, generate
 from .ir import Program
@@ -40,6 +41,8 @@ __all__ = [
     "Generated",
     "Program",
     "TemplateError",
+    "backend",
+    "compat",
     "Templates",
     "compile",
     "generate",

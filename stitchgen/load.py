@@ -28,7 +28,7 @@ from .errors import BindingError
 if TYPE_CHECKING:
     from .generate import Generated
 
-__all__ = ["load", "source_filename"]
+__all__ = ["exec_source", "keep_source", "load", "source_filename"]
 
 _lock = threading.Lock()
 _live: dict[str, int] = {}  # linecache filename -> functions alive that use it
@@ -103,19 +103,30 @@ def load(
     """
     bindings = _bindings(generated, submods or {})
     program = generated.program
-    filename = source_filename(generated.code, program.name)
-    code = _code_object(generated.code, filename)
-    namespace: dict[str, Any] = {"__builtins__": builtins, "__name__": "stitchgen.generated"}
     if generated.convention == "closure":
-        exec(code, namespace)  # our template's module: imports and function definitions only
+        namespace = exec_source(generated.code, program.name)
         fn = namespace[program.binder](*bindings)
     elif generated.convention == "vllm":
         n = len(generated.submod_names)
-        namespace["__vllm_consts__"] = bindings[n:]
-        exec(code, namespace)
+        namespace = exec_source(generated.code, program.name, {"__vllm_consts__": bindings[n:]})
         fn = functools.partial(namespace[program.name], __vllm_submods__=bindings[:n])
     else:
         raise BindingError(f"unknown calling convention {generated.convention!r}")
-    _register(filename, generated.code)
+    return keep_source(fn, generated.code, program.name)
+
+
+def exec_source(code: str, name: str, extra: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """Run generated module ``code`` (imports and definitions only) in a fresh
+    namespace, compiled under :func:`source_filename`; the namespace."""
+    namespace: dict[str, Any] = {"__builtins__": builtins, "__name__": "stitchgen.generated"}
+    namespace.update(extra or {})
+    exec(_code_object(code, source_filename(code, name)), namespace)
+    return namespace
+
+
+def keep_source(fn: Any, code: str, name: str) -> Any:
+    """Keep ``code`` in :mod:`linecache` while ``fn`` lives (for tracebacks)."""
+    filename = source_filename(code, name)
+    _register(filename, code)
     weakref.finalize(fn, _unregister, filename)
     return fn

@@ -2,16 +2,19 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 import torch
 import torch.fx as fx
 from torch.fx.passes.split_module import split_module
 
-__all__ = ["matches_op", "split_graph"]
+__all__ = ["SplitOp", "split_graph"]
 
-SplitOp = torch._ops.OpOverload | torch._ops.OpOverloadPacket | str
+#: an op (overload or packet), its name ("ns::op", "ns::op.overload"), or a
+#: plain function matched by identity (Dynamo graphs call torch functions
+#: such as ``torch.nn.functional.scaled_dot_product_attention`` directly)
+SplitOp = torch._ops.OpOverload | torch._ops.OpOverloadPacket | str | Callable[..., Any]
 
 
 def _op_names(target: Any) -> tuple[str, str] | None:
@@ -25,26 +28,36 @@ def _op_names(target: Any) -> tuple[str, str] | None:
     return None
 
 
-def _normalize(op: SplitOp) -> str:
-    if isinstance(op, str):
-        if "::" not in op:
-            raise ValueError(f"split op {op!r} must look like 'ns::op' or 'ns::op.overload'")
-        return op
-    names = _op_names(op)
-    if names is None:
-        raise TypeError(
-            f"split ops are OpOverload, OpOverloadPacket or 'ns::op[.overload]' strings, "
-            f"got {type(op).__name__}"
-        )
-    return names[1]
+class _Wanted:
+    """The split ops: op names, and plain functions by identity."""
 
+    def __init__(self, ops: Iterable[SplitOp]) -> None:
+        self.names: set[str] = set()
+        self.functions: list[Any] = []
+        for op in ops:
+            if isinstance(op, str):
+                if "::" not in op:
+                    raise ValueError(
+                        f"split op {op!r} must look like 'ns::op' or 'ns::op.overload'"
+                    )
+                self.names.add(op)
+            elif (names := _op_names(op)) is not None:
+                self.names.add(names[1])
+            elif callable(op):
+                self.functions.append(op)
+            else:
+                raise TypeError(
+                    "split ops are OpOverload, OpOverloadPacket, 'ns::op[.overload]' strings "
+                    f"or functions, got {type(op).__name__}"
+                )
 
-def matches_op(node: fx.Node, wanted: frozenset[str]) -> bool:
-    """Does ``node`` call one of ``wanted`` (packet or overload names)?"""
-    if node.op != "call_function":
-        return False
-    names = _op_names(node.target)
-    return names is not None and (names[0] in wanted or names[1] in wanted)
+    def __contains__(self, node: fx.Node) -> bool:
+        if node.op != "call_function":
+            return False
+        names = _op_names(node.target)
+        if names is not None:
+            return names[0] in self.names or names[1] in self.names
+        return any(node.target is f for f in self.functions)
 
 
 def split_graph(gm: fx.GraphModule, split_ops: Iterable[SplitOp]) -> fx.GraphModule:
@@ -63,13 +76,13 @@ def split_graph(gm: fx.GraphModule, split_ops: Iterable[SplitOp]) -> fx.GraphMod
     """
     if not isinstance(gm, fx.GraphModule):
         raise TypeError(f"split_graph expects a torch.fx.GraphModule, got {type(gm).__name__}")
-    wanted = frozenset(_normalize(op) for op in split_ops)
+    wanted = _Wanted(split_ops)
     piece = 0
     pieces: dict[fx.Node, int] = {}
     for node in gm.graph.nodes:
         if node.op in ("placeholder", "output"):
             continue
-        if matches_op(node, wanted):
+        if node in wanted:
             piece += 1
             pieces[node] = piece
             piece += 1

@@ -7,6 +7,8 @@ import pytest
 
 MODULES = [
     "stitchgen",
+    "stitchgen.backend",
+    "stitchgen.compat",
     "stitchgen.generate",
     "stitchgen.literals",
     "stitchgen.load",
