@@ -32,7 +32,9 @@ class _Wanted:
     """The split ops: op names, and plain functions by identity."""
 
     def __init__(self, ops: Iterable[SplitOp]) -> None:
-        self.names: set[str] = set()
+        self.packets: set[str] = set()  # every op wanted, by packet name
+        self.whole: set[str] = set()  # packets wanted whole
+        self.overloads: set[str] = set()  # overloads wanted one by one
         self.functions: list[Any] = []
         for op in ops:
             if isinstance(op, str):
@@ -40,9 +42,15 @@ class _Wanted:
                     raise ValueError(
                         f"split op {op!r} must look like 'ns::op' or 'ns::op.overload'"
                     )
-                self.names.add(op)
+                packet, dot, _ = op.partition(".")
+                self.packets.add(packet)
+                (self.overloads if dot else self.whole).add(op)
             elif (names := _op_names(op)) is not None:
-                self.names.add(names[1])
+                self.packets.add(names[0])
+                if isinstance(op, torch._ops.OpOverload):
+                    self.overloads.add(names[1])
+                else:
+                    self.whole.add(names[0])
             elif callable(op):
                 self.functions.append(op)
             else:
@@ -55,13 +63,21 @@ class _Wanted:
         if node.op != "call_function":
             return False
         names = _op_names(node.target)
-        if names is not None:
-            return names[0] in self.names or names[1] in self.names
-        return any(node.target is f for f in self.functions)
+        if names is None:
+            return any(node.target is f for f in self.functions)
+        packet, full = names
+        if isinstance(node.target, torch._ops.OpOverloadPacket):
+            # Dynamo graphs call packets: any wanted overload of it matches
+            return packet in self.packets
+        return full in self.overloads or packet in self.whole
 
 
 def split_graph(gm: fx.GraphModule, split_ops: Iterable[SplitOp]) -> fx.GraphModule:
     """Split ``gm`` so each call to a split op sits alone in its own piece.
+
+    A split op given as a packet (or ``"ns::op"``) matches all its overloads;
+    one given as an overload matches that overload, and calls of its packet
+    (which is how Dynamo graphs call ops).
 
     Pieces are numbered in graph order and return tuples
     (``tuple_return=True``), so the stitching graph unpacks them with

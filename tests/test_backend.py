@@ -1,0 +1,117 @@
+"""The torch.compile backend: Dynamo graphs, dynamic shapes, recompiles."""
+
+import pytest
+import torch
+
+import stitchgen
+from stitchgen.demo import attention  # noqa: F401  (defines stitchgen_demo::attention)
+
+ATTN = torch.ops.stitchgen_demo.attention
+
+
+class Block(torch.nn.Module):
+    def __init__(self, hidden=8):
+        super().__init__()
+        self.qkv = torch.nn.Linear(hidden, 3 * hidden)
+        self.out = torch.nn.Linear(hidden, hidden)
+        self.hidden = hidden
+
+    def forward(self, x):
+        q, k, v = self.qkv(x).split(self.hidden, dim=-1)
+        a = ATTN(q, k, v)
+        y = self.out(a) + x
+        q2, k2, v2 = self.qkv(y).split(self.hidden, dim=-1)
+        return ATTN(q2, k2, v2)[: x.shape[0] - 1] * x.shape[0]
+
+
+class Recorder:
+    """A compile_piece that records what it was given and runs pieces as is."""
+
+    def __init__(self):
+        self.pieces = []
+        self.graphs = 0
+
+    def __call__(self, piece, example_inputs):
+        self.pieces.append((piece, example_inputs))
+        return piece
+
+
+@pytest.fixture(autouse=True)
+def fresh_dynamo():
+    torch._dynamo.reset()
+    yield
+    torch._dynamo.reset()
+
+
+@pytest.mark.parametrize(
+    "split_op",
+    [ATTN, ATTN.default, "stitchgen_demo::attention", "stitchgen_demo::attention.default"],
+)
+def test_dynamic_shapes_compile_once_for_three_sequence_lengths(split_op):
+    torch.manual_seed(0)
+    model = Block()
+    recorder = Recorder()
+    compiled = torch.compile(
+        model, backend=stitchgen.backend([split_op], compile_piece=recorder), dynamic=True
+    )
+    for tokens in (5, 9, 17):
+        x = torch.randn(tokens, 8)
+        assert torch.equal(compiled(x), model(x))
+    assert len(recorder.pieces) == 5  # compiled once: 2 attention pieces and 3 around them
+    ops = [
+        [n.target for n in piece.graph.nodes if n.op == "call_function"]
+        for piece, _ in recorder.pieces[1::2]
+    ]
+    assert ops == [[ATTN], [ATTN]]
+    examples = recorder.pieces[0][1]
+    assert any(isinstance(e, torch.SymInt) for e in examples)
+    assert all(isinstance(e, (torch.Tensor, torch.SymInt)) for e in examples)
+
+
+def _counting(graphs):
+    def compile_graph(gm, example_inputs):
+        graphs.append(gm)
+        return stitchgen.backend([ATTN])(gm, example_inputs)
+
+    return compile_graph
+
+
+def test_mark_dynamic_compiles_one_graph_for_all_lengths():
+    torch.manual_seed(0)
+    model, graphs = Block(), []
+    compiled = torch.compile(model, backend=_counting(graphs))
+    x = torch.randn(6, 8)
+    torch._dynamo.mark_dynamic(x, 0)
+    assert torch.equal(compiled(x), model(x))
+    for tokens in (3, 11):
+        y = torch.randn(tokens, 8)
+        assert torch.equal(compiled(y), model(y))
+    assert len(graphs) == 1
+
+
+def test_a_failed_guard_recompiles_through_the_backend():
+    torch.manual_seed(0)
+    model, graphs = Block(), []
+    compiled = torch.compile(model, backend=_counting(graphs), dynamic=False)
+    for tokens in (5, 9, 5):
+        x = torch.randn(tokens, 8)
+        assert torch.equal(compiled(x), model(x))
+    assert len(graphs) == 2  # 5 tokens, then 9 (guard on the shape fails); 5 again is cached
+
+
+def test_generate_options_reach_the_stitching_code():
+    torch.manual_seed(0)
+    model = Block()
+    compiled = torch.compile(model, backend=stitchgen.backend([ATTN], templates="profiled"))
+    x = torch.randn(4, 8)
+    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]) as prof:
+        out = compiled(x)
+    assert torch.equal(out, model(x))
+    assert "submod_1" in {e.name for e in prof.events()}
+
+
+def test_pieces_without_example_values_are_refused_by_name():
+    gm = torch.fx.symbolic_trace(lambda x: torch.relu(x) + 1)
+    compile_graph = stitchgen.backend([torch.relu], compile_piece=Recorder())
+    with pytest.raises(stitchgen.CodegenError, match="piece 'submod_1' input 'x' has no example"):
+        compile_graph(gm, [torch.randn(2)])
