@@ -115,8 +115,7 @@ def capture_dynamo(model: torch.nn.Module, *args: Any) -> tuple[fx.GraphModule, 
     torch._dynamo.reset()
     torch.compile(model, backend=backend, dynamic=True)(*args)
     gm, example = captured[0]
-    sizes = iter(a.shape[0] for a in args)
-    real = [next(sizes) if isinstance(x, torch.SymInt) else x for x in example]
+    real = [int(x.node.hint) if isinstance(x, torch.SymInt) else x for x in example]
     return gm, real
 
 
@@ -128,6 +127,32 @@ def dynamo_dynamic_shapes(device: str) -> Case:
     from stitchgen import split_graph
 
     return Case(split_graph(gm, ["stitchgen_demo::attention"]), tuple(inputs))
+
+
+class SmallCNN(torch.nn.Module):
+    """A torchvision-free CNN of our own."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.c1 = torch.nn.Conv2d(3, 8, 3, padding=1)
+        self.c2 = torch.nn.Conv2d(8, 16, 3, padding=1)
+        self.fc = torch.nn.Linear(16 * 4 * 4, 10)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x = torch.nn.functional.max_pool2d(torch.relu(self.c1(x)), 2)
+        x = torch.nn.functional.max_pool2d(torch.relu(self.c2(x)), 2)
+        return self.fc(x.flatten(1))
+
+
+@case
+def cnn_split_at_pooling(device: str) -> Case:
+    """Dynamo's graph of a CNN, split at a plain function (F.max_pool2d)."""
+    torch.manual_seed(0)
+    model = SmallCNN().to(device)
+    gm, inputs = capture_dynamo(model, torch.randn(2, 3, 16, 16, device=device))
+    from stitchgen import split_graph
+
+    return Case(split_graph(gm, [torch.nn.functional.max_pool2d]), tuple(inputs))
 
 
 # -- hand-built stitching graphs ---------------------------------------------
