@@ -32,3 +32,17 @@ def lint(session: nox.Session) -> None:
 def demo(session: nox.Session) -> None:
     _install(session)
     session.run("stitchgen", "demo", *session.posargs)
+
+
+@nox.session
+def fuzz(session: nox.Session) -> None:
+    """The long fuzzing profile: 2,000 random stitching graphs (override with
+    STITCHGEN_FUZZ_EXAMPLES)."""
+    _install(session)
+    examples = session.env.get("STITCHGEN_FUZZ_EXAMPLES", "2000")
+    session.run(
+        "pytest",
+        "tests/test_fuzz.py",
+        "--hypothesis-show-statistics",
+        env={"STITCHGEN_FUZZ_EXAMPLES": examples},
+    )
