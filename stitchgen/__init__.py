@@ -23,6 +23,7 @@ run the stages for you.
 from __future__ import annotations
 
 from . import compat, ir
+from .artifact import ArtifactError, load_artifact, read_artifact
 from .backend import backend
 from .errors import BindingError, CodegenError, TemplateError
 from .generate import Generated, compile, generate
@@ -35,6 +36,7 @@ from .split import split_graph
 __version__ = "0.1.0"
 
 __all__ = [
+    "ArtifactError",
     "BindingError",
     "Code",
     "CodegenError",
@@ -48,6 +50,8 @@ __all__ = [
     "generate",
     "ir",
     "load",
+    "load_artifact",
+    "read_artifact",
     "lower",
     "render",
     "split_graph",

@@ -4,8 +4,10 @@
 from __future__ import annotations
 
 import os
+import types
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import torch.fx as fx
@@ -37,10 +39,21 @@ class Generated:
     program: Program
     submods: Mapping[str, Callable[..., Any]] = field(default_factory=dict, repr=False)
     convention: str = "closure"
+    #: the templates that rendered ``code`` (None when read from an artifact)
+    templates: Templates | None = field(default=None, repr=False, compare=False)
+    #: ``code`` already compiled (from an artifact), so loading skips compile()
+    code_object: types.CodeType | None = field(default=None, repr=False, compare=False)
 
     @property
     def name(self) -> str:
         return self.program.name
+
+    def save(self, path: str | os.PathLike[str], *, key: bytes | None = None) -> Path:
+        """Save as an artifact directory for a compile cache; see
+        :func:`stitchgen.load_artifact`. ``key`` signs it (HMAC-SHA256)."""
+        from .artifact import save_artifact
+
+        return save_artifact(self, path, key=key)
 
 
 def generate(
@@ -72,6 +85,7 @@ def generate(
         program=program,
         submods=defaults,
         convention=templates.convention,
+        templates=templates,
     )
 
 

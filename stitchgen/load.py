@@ -104,23 +104,34 @@ def load(
     bindings = _bindings(generated, submods or {})
     program = generated.program
     if generated.convention == "closure":
-        namespace = exec_source(generated.code, program.name)
+        namespace = exec_source(generated.code, program.name, code_object=generated.code_object)
         fn = namespace[program.binder](*bindings)
     elif generated.convention == "vllm":
         n = len(generated.submod_names)
-        namespace = exec_source(generated.code, program.name, {"__vllm_consts__": bindings[n:]})
+        namespace = exec_source(
+            generated.code,
+            program.name,
+            {"__vllm_consts__": bindings[n:]},
+            code_object=generated.code_object,
+        )
         fn = functools.partial(namespace[program.name], __vllm_submods__=bindings[:n])
     else:
         raise BindingError(f"unknown calling convention {generated.convention!r}")
     return keep_source(fn, generated.code, program.name)
 
 
-def exec_source(code: str, name: str, extra: Mapping[str, Any] | None = None) -> dict[str, Any]:
+def exec_source(
+    code: str,
+    name: str,
+    extra: Mapping[str, Any] | None = None,
+    code_object: types.CodeType | None = None,
+) -> dict[str, Any]:
     """Run generated module ``code`` (imports and definitions only) in a fresh
-    namespace, compiled under :func:`source_filename`; the namespace."""
+    namespace, compiled under :func:`source_filename` (or given compiled, as
+    an artifact stores it); the namespace."""
     namespace: dict[str, Any] = {"__builtins__": builtins, "__name__": "stitchgen.generated"}
     namespace.update(extra or {})
-    exec(_code_object(code, source_filename(code, name)), namespace)
+    exec(code_object or _code_object(code, source_filename(code, name)), namespace)
     return namespace
 
 

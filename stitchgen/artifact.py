@@ -1,0 +1,256 @@
+"""Artifacts: generated code saved for a compile cache's warm start.
+
+An artifact is a directory:
+
+* ``manifest.json`` — format version, stitchgen/torch/Python versions, the
+  entry name, binder, calling convention, submodule names, the IR (JSON), and
+  the SHA-256 of every other file (plus an HMAC over the manifest when saved
+  with a ``key``);
+* ``code.py`` — the generated source;
+* ``code.<cache_tag>.bin`` — its compiled code object (``marshal``), used
+  when the running Python has the same bytecode magic, else ignored;
+* ``consts.pt`` — the lifted constants, ``torch.save``-d and loaded with
+  ``weights_only=True``: tensors, devices, sizes and plain data only. A
+  constant that cannot round-trip that way is refused at save time.
+
+Loading rebuilds no FX graph: it checks the manifest and digests, unpickles
+nothing but the constants (weights-only), and runs the stored module — our
+template's imports and function definitions. It refuses a truncated,
+corrupted, edited or version-mismatched artifact, and a module to import
+that is not already imported (unless allowed), before executing anything.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import importlib.util
+import io
+import json
+import marshal
+import os
+import shutil
+import sys
+import tempfile
+import types
+from collections.abc import Callable, Iterable, Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import torch
+
+from . import ir
+from .errors import BindingError
+from .load import load, source_filename
+
+if TYPE_CHECKING:
+    from .generate import Generated
+
+__all__ = ["ArtifactError", "load_artifact", "read_artifact", "save_artifact"]
+
+FORMAT = "stitchgen-artifact"
+VERSION = 1
+
+
+class ArtifactError(ValueError):
+    """An artifact that cannot be saved or trusted; the message says which
+    file or constant, and why."""
+
+
+def _digest(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def _marshal_name() -> str:
+    return f"code.{sys.implementation.cache_tag}.bin"
+
+
+def _versions() -> dict[str, str]:
+    from . import __version__
+
+    return {
+        "stitchgen": __version__,
+        "torch": torch.__version__.split("+")[0],
+        "python": f"{sys.version_info.major}.{sys.version_info.minor}",
+    }
+
+
+def _consts_bytes(generated: Generated) -> bytes:
+    decls = generated.program.consts
+    for decl, value in zip(decls, generated.consts, strict=True):
+        buffer = io.BytesIO()
+        try:
+            torch.save(value, buffer)
+            buffer.seek(0)
+            torch.load(buffer, weights_only=True)
+        except Exception as exc:
+            raise ArtifactError(
+                f"constant {decl.name} ({decl.description}) cannot be stored safely "
+                f"(torch.save + weights_only load: {type(exc).__name__}: "
+                f"{str(exc).splitlines()[0] if str(exc) else ''})"
+            ) from None
+    buffer = io.BytesIO()
+    torch.save(list(generated.consts), buffer)
+    return buffer.getvalue()
+
+
+def _sign(manifest: dict[str, Any], key: bytes) -> str:
+    body = json.dumps({k: v for k, v in manifest.items() if k != "hmac"}, sort_keys=True)
+    return hmac.new(key, body.encode(), hashlib.sha256).hexdigest()
+
+
+def save_artifact(
+    generated: Generated, path: str | os.PathLike[str], *, key: bytes | None = None
+) -> Path:
+    """Write ``generated`` to the directory ``path`` (replaced atomically)."""
+    templates = generated.templates
+    if templates is not None and (templates.dirs or templates.filters or templates.globals):
+        raise ArtifactError(
+            "artifacts hold code from stitchgen's own templates (built-in or a shipped "
+            f"variant); this code was rendered with {templates!r}"
+        )
+    code = generated.code.encode("utf-8")
+    consts = _consts_bytes(generated)
+    filename = source_filename(generated.code, generated.name)
+    compiled = marshal.dumps(compile(generated.code, filename, "exec", dont_inherit=True))
+    files = {"code.py": code, "consts.pt": consts, _marshal_name(): compiled}
+    manifest: dict[str, Any] = {
+        "format": FORMAT,
+        "version": VERSION,
+        "versions": _versions(),
+        "magic": importlib.util.MAGIC_NUMBER.hex(),
+        "name": generated.name,
+        "convention": generated.convention,
+        "variant": templates.variant if templates is not None else None,
+        "submod_names": list(generated.submod_names),
+        "program": ir.to_json(generated.program),
+        "digests": {name: _digest(data) for name, data in files.items()},
+    }
+    if key is not None:
+        manifest["hmac"] = _sign(manifest, key)
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=".stitchgen-", dir=target.parent))
+    try:
+        for name, data in files.items():
+            (staging / name).write_bytes(data)
+        (staging / "manifest.json").write_text(json.dumps(manifest, indent=1, sort_keys=True))
+        if target.exists():
+            shutil.rmtree(target)
+        os.replace(staging, target)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+    return target
+
+
+def _read(path: Path, name: str) -> bytes:
+    try:
+        return (path / name).read_bytes()
+    except OSError as exc:
+        raise ArtifactError(
+            f"artifact {path}: cannot read {name} ({exc.strerror or exc})"
+        ) from None
+
+
+def read_artifact(
+    path: str | os.PathLike[str],
+    *,
+    key: bytes | None = None,
+    allow_imports: Iterable[str] = (),
+) -> Generated:
+    """The :class:`~stitchgen.Generated` stored at ``path``, verified.
+
+    ``key``: the HMAC key it was saved with (required if it was signed).
+    ``allow_imports``: modules the code may import that are not imported yet
+    (importing runs a module's code, so by default only modules already in
+    ``sys.modules`` are accepted).
+    """
+    from .generate import Generated
+
+    root = Path(path)
+    try:
+        manifest = json.loads(_read(root, "manifest.json"))
+    except json.JSONDecodeError as exc:
+        raise ArtifactError(f"artifact {root}: manifest.json is corrupt ({exc})") from None
+    if not isinstance(manifest, dict) or manifest.get("format") != FORMAT:
+        raise ArtifactError(f"artifact {root}: not a stitchgen artifact")
+    if manifest.get("version") != VERSION:
+        raise ArtifactError(
+            f"artifact {root}: format version {manifest.get('version')!r}, this stitchgen "
+            f"reads version {VERSION}; regenerate it"
+        )
+    if "hmac" in manifest or key is not None:
+        if key is None:
+            raise ArtifactError(f"artifact {root} is signed: pass its key")
+        if not hmac.compare_digest(str(manifest.get("hmac", "")), _sign(manifest, key)):
+            raise ArtifactError(f"artifact {root}: signature mismatch (tampered, or another key)")
+    mine = _versions()
+    theirs = manifest.get("versions", {})
+    if theirs != mine:
+        raise ArtifactError(
+            f"artifact {root} was made by {theirs}, this process runs {mine}; regenerate it"
+        )
+    digests = manifest.get("digests", {})
+    code = _read(root, "code.py")
+    consts_data = _read(root, "consts.pt")
+    for name, data in (("code.py", code), ("consts.pt", consts_data)):
+        if digests.get(name) != _digest(data):
+            raise ArtifactError(
+                f"artifact {root}: {name} does not match its digest (corrupt or edited)"
+            )
+    imports = manifest.get("program", {}).get("imports", [])
+    allowed = set(allow_imports)
+    missing = [m for m in imports if m not in sys.modules and m not in allowed]
+    if missing:
+        raise ArtifactError(
+            f"artifact {root} imports {missing}, not imported in this process; import them "
+            "first or pass allow_imports"
+        )
+    try:
+        consts = torch.load(io.BytesIO(consts_data), weights_only=True)
+    except Exception as exc:
+        raise ArtifactError(f"artifact {root}: consts.pt cannot be loaded safely ({exc})") from None
+    try:
+        program = ir.from_json(manifest["program"], consts)
+    except Exception as exc:
+        raise ArtifactError(f"artifact {root}: the stored program is invalid ({exc})") from None
+    source = code.decode("utf-8")
+    code_object = None
+    if manifest.get("magic") == importlib.util.MAGIC_NUMBER.hex():
+        compiled = _read(root, _marshal_name()) if (root / _marshal_name()).exists() else None
+        if compiled is not None and digests.get(_marshal_name()) == _digest(compiled):
+            code_object = marshal.loads(compiled)
+            if not isinstance(code_object, types.CodeType):
+                raise ArtifactError(f"artifact {root}: {_marshal_name()} is not a code object")
+    return Generated(
+        code=source,
+        submod_names=list(manifest["submod_names"]),
+        consts=consts,
+        program=program,
+        convention=manifest["convention"],
+        code_object=code_object,
+    )
+
+
+def load_artifact(
+    path: str | os.PathLike[str],
+    submods: Mapping[str, Callable[..., Any]] | None = None,
+    *,
+    key: bytes | None = None,
+    allow_imports: Iterable[str] = (),
+) -> Callable[..., Any]:
+    """The warm-start path of a compile cache: the callable stored at
+    ``path``, bound to ``submods`` (every bound piece must be given).
+
+    >>> import tempfile, torch, torch.fx as fx, stitchgen
+    >>> generated = stitchgen.generate(fx.symbolic_trace(lambda x: x * 2))
+    >>> path = generated.save(tempfile.mkdtemp() + "/artifact")
+    >>> stitchgen.load_artifact(path)(torch.ones(2))
+    tensor([2., 2.])
+    """
+    generated = read_artifact(path, key=key, allow_imports=allow_imports)
+    try:
+        return load(generated, submods)
+    except BindingError as exc:
+        raise BindingError(f"artifact {path}: {exc}") from None
