@@ -3,10 +3,11 @@
 An artifact is a directory:
 
 * ``manifest.json`` — format version, stitchgen/torch/Python versions, the
-  entry name, binder, calling convention, submodule names, the IR (JSON), and
-  the SHA-256 of every other file (plus an HMAC over the manifest when saved
-  with a ``key``);
+  entry name, binder, calling convention, submodule names, constant count,
+  imports, and the SHA-256 of every other file (plus an HMAC over the
+  manifest when saved with a ``key``);
 * ``code.py`` — the generated source;
+* ``program.json`` — the IR (read by :func:`read_artifact` only);
 * ``code.<cache_tag>.bin`` — its compiled code object (``marshal``), used
   when the running Python has the same bytecode magic, else ignored;
 * ``consts.pt`` — the lifted constants, ``torch.save``-d and loaded with
@@ -34,6 +35,7 @@ import sys
 import tempfile
 import types
 from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -41,7 +43,7 @@ import torch
 
 from . import ir
 from .errors import BindingError
-from .load import load, source_filename
+from .load import bind_code, source_filename
 
 if TYPE_CHECKING:
     from .generate import Generated
@@ -113,17 +115,25 @@ def save_artifact(
     consts = _consts_bytes(generated)
     filename = source_filename(generated.code, generated.name)
     compiled = marshal.dumps(compile(generated.code, filename, "exec", dont_inherit=True))
-    files = {"code.py": code, "consts.pt": consts, _marshal_name(): compiled}
+    program = json.dumps(ir.to_json(generated.program)).encode("utf-8")
+    files = {
+        "code.py": code,
+        "consts.pt": consts,
+        "program.json": program,
+        _marshal_name(): compiled,
+    }
     manifest: dict[str, Any] = {
         "format": FORMAT,
         "version": VERSION,
         "versions": _versions(),
         "magic": importlib.util.MAGIC_NUMBER.hex(),
         "name": generated.name,
+        "binder": generated.program.binder,
         "convention": generated.convention,
         "variant": templates.variant if templates is not None else None,
         "submod_names": list(generated.submod_names),
-        "program": ir.to_json(generated.program),
+        "const_count": len(generated.consts),
+        "imports": list(generated.program.imports),
         "digests": {name: _digest(data) for name, data in files.items()},
     }
     if key is not None:
@@ -148,27 +158,29 @@ def _read(path: Path, name: str) -> bytes:
     try:
         return (path / name).read_bytes()
     except OSError as exc:
-        raise ArtifactError(
-            f"artifact {path}: cannot read {name} ({exc.strerror or exc})"
-        ) from None
+        reason = exc.strerror or exc
+        raise ArtifactError(f"artifact {path}: cannot read {name} ({reason})") from None
 
 
-def read_artifact(
-    path: str | os.PathLike[str],
-    *,
-    key: bytes | None = None,
-    allow_imports: Iterable[str] = (),
-) -> Generated:
-    """The :class:`~stitchgen.Generated` stored at ``path``, verified.
+@dataclass
+class _Verified:
+    """An artifact's parts, checked: what the warm start needs."""
 
-    ``key``: the HMAC key it was saved with (required if it was signed).
-    ``allow_imports``: modules the code may import that are not imported yet
-    (importing runs a module's code, so by default only modules already in
-    ``sys.modules`` are accepted).
-    """
-    from .generate import Generated
+    root: Path
+    manifest: dict[str, Any]
+    code: str
+    consts: list[Any]
+    code_object: types.CodeType | None
 
-    root = Path(path)
+
+def _verified_file(root: Path, manifest: dict[str, Any], name: str) -> bytes:
+    data = _read(root, name)
+    if manifest.get("digests", {}).get(name) != _digest(data):
+        raise ArtifactError(f"artifact {root}: {name} does not match its digest (corrupt, edited)")
+    return data
+
+
+def _open(root: Path, key: bytes | None, allow_imports: Iterable[str]) -> _Verified:
     try:
         manifest = json.loads(_read(root, "manifest.json"))
     except json.JSONDecodeError as exc:
@@ -186,22 +198,15 @@ def read_artifact(
         if not hmac.compare_digest(str(manifest.get("hmac", "")), _sign(manifest, key)):
             raise ArtifactError(f"artifact {root}: signature mismatch (tampered, or another key)")
     mine = _versions()
-    theirs = manifest.get("versions", {})
-    if theirs != mine:
+    if manifest.get("versions") != mine:
         raise ArtifactError(
-            f"artifact {root} was made by {theirs}, this process runs {mine}; regenerate it"
+            f"artifact {root} was made by {manifest.get('versions')}, this process runs "
+            f"{mine}; regenerate it"
         )
-    digests = manifest.get("digests", {})
-    code = _read(root, "code.py")
-    consts_data = _read(root, "consts.pt")
-    for name, data in (("code.py", code), ("consts.pt", consts_data)):
-        if digests.get(name) != _digest(data):
-            raise ArtifactError(
-                f"artifact {root}: {name} does not match its digest (corrupt or edited)"
-            )
-    imports = manifest.get("program", {}).get("imports", [])
+    code = _verified_file(root, manifest, "code.py").decode("utf-8")
+    consts_data = _verified_file(root, manifest, "consts.pt")
     allowed = set(allow_imports)
-    missing = [m for m in imports if m not in sys.modules and m not in allowed]
+    missing = [m for m in manifest.get("imports", []) if m not in sys.modules and m not in allowed]
     if missing:
         raise ArtifactError(
             f"artifact {root} imports {missing}, not imported in this process; import them "
@@ -211,25 +216,48 @@ def read_artifact(
         consts = torch.load(io.BytesIO(consts_data), weights_only=True)
     except Exception as exc:
         raise ArtifactError(f"artifact {root}: consts.pt cannot be loaded safely ({exc})") from None
-    try:
-        program = ir.from_json(manifest["program"], consts)
-    except Exception as exc:
-        raise ArtifactError(f"artifact {root}: the stored program is invalid ({exc})") from None
-    source = code.decode("utf-8")
+    if not isinstance(consts, list) or len(consts) != manifest.get("const_count"):
+        raise ArtifactError(f"artifact {root}: consts.pt does not hold the program's constants")
     code_object = None
-    if manifest.get("magic") == importlib.util.MAGIC_NUMBER.hex():
-        compiled = _read(root, _marshal_name()) if (root / _marshal_name()).exists() else None
-        if compiled is not None and digests.get(_marshal_name()) == _digest(compiled):
-            code_object = marshal.loads(compiled)
-            if not isinstance(code_object, types.CodeType):
-                raise ArtifactError(f"artifact {root}: {_marshal_name()} is not a code object")
+    marshalled = _marshal_name()
+    if manifest.get("magic") == importlib.util.MAGIC_NUMBER.hex() and (root / marshalled).exists():
+        code_object = marshal.loads(_verified_file(root, manifest, marshalled))
+        if not isinstance(code_object, types.CodeType):
+            raise ArtifactError(f"artifact {root}: {marshalled} is not a code object")
+    return _Verified(root, manifest, code, consts, code_object)
+
+
+def read_artifact(
+    path: str | os.PathLike[str],
+    *,
+    key: bytes | None = None,
+    allow_imports: Iterable[str] = (),
+) -> Generated:
+    """The :class:`~stitchgen.Generated` stored at ``path``, verified, with
+    its IR (``program``).
+
+    ``key``: the HMAC key it was saved with (required if it was signed).
+    ``allow_imports``: modules the code may import that are not imported yet
+    (importing runs a module's code, so by default only modules already in
+    ``sys.modules`` are accepted).
+    """
+    from .generate import Generated
+
+    opened = _open(Path(path), key, allow_imports)
+    try:
+        program_json = json.loads(_verified_file(opened.root, opened.manifest, "program.json"))
+        program = ir.from_json(program_json, opened.consts)
+    except ArtifactError:
+        raise
+    except Exception as exc:
+        raise ArtifactError(f"artifact {path}: the stored program is invalid ({exc})") from None
     return Generated(
-        code=source,
-        submod_names=list(manifest["submod_names"]),
-        consts=consts,
+        code=opened.code,
+        submod_names=list(opened.manifest["submod_names"]),
+        consts=opened.consts,
         program=program,
-        convention=manifest["convention"],
-        code_object=code_object,
+        convention=opened.manifest["convention"],
+        code_object=opened.code_object,
     )
 
 
@@ -241,7 +269,9 @@ def load_artifact(
     allow_imports: Iterable[str] = (),
 ) -> Callable[..., Any]:
     """The warm-start path of a compile cache: the callable stored at
-    ``path``, bound to ``submods`` (every bound piece must be given).
+    ``path``, bound to ``submods`` (every bound piece must be given). It
+    verifies the artifact and runs its module; it reads no IR and builds no
+    FX graph.
 
     >>> import tempfile, torch, torch.fx as fx, stitchgen
     >>> generated = stitchgen.generate(fx.symbolic_trace(lambda x: x * 2))
@@ -249,8 +279,18 @@ def load_artifact(
     >>> stitchgen.load_artifact(path)(torch.ones(2))
     tensor([2., 2.])
     """
-    generated = read_artifact(path, key=key, allow_imports=allow_imports)
+    opened = _open(Path(path), key, allow_imports)
+    manifest = opened.manifest
     try:
-        return load(generated, submods)
+        return bind_code(
+            opened.code,
+            name=manifest["name"],
+            binder=manifest["binder"],
+            convention=manifest["convention"],
+            submod_names=list(manifest["submod_names"]),
+            consts=opened.consts,
+            submods=submods or {},
+            code_object=opened.code_object,
+        )
     except BindingError as exc:
         raise BindingError(f"artifact {path}: {exc}") from None

@@ -28,7 +28,7 @@ from .errors import BindingError
 if TYPE_CHECKING:
     from .generate import Generated
 
-__all__ = ["exec_source", "keep_source", "load", "source_filename"]
+__all__ = ["bind_code", "exec_source", "keep_source", "load", "source_filename"]
 
 _lock = threading.Lock()
 _live: dict[str, int] = {}  # linecache filename -> functions alive that use it
@@ -61,8 +61,11 @@ def _unregister(filename: str) -> None:
             linecache.cache.pop(filename, None)
 
 
-def _bindings(generated: Generated, submods: Mapping[str, Callable[..., Any]]) -> list[Any]:
-    names = list(generated.submod_names)
+def _bindings(
+    names: list[str],
+    submods: Mapping[str, Callable[..., Any]],
+    defaults: Mapping[str, Callable[..., Any]],
+) -> list[Any]:
     extra = sorted(set(submods) - set(names))
     if extra:
         raise BindingError(
@@ -72,7 +75,7 @@ def _bindings(generated: Generated, submods: Mapping[str, Callable[..., Any]]) -
     values: list[Any] = []
     missing: list[str] = []
     for name in names:
-        value = submods[name] if name in submods else generated.submods.get(name)
+        value = submods[name] if name in submods else defaults.get(name)
         if value is None:
             missing.append(name)
         elif not callable(value):
@@ -82,12 +85,7 @@ def _bindings(generated: Generated, submods: Mapping[str, Callable[..., Any]]) -
         values.append(value)
     if missing:
         raise BindingError(f"missing binding for submodule(s) {missing}; pass them in submods")
-    if len(generated.consts) != len(generated.program.consts):
-        raise BindingError(
-            f"the code expects {len(generated.program.consts)} constants, "
-            f"got {len(generated.consts)}"
-        )
-    return values + list(generated.consts)
+    return values
 
 
 def load(
@@ -101,23 +99,48 @@ def load(
     >>> fn(torch.ones(2))
     tensor([2., 2.])
     """
-    bindings = _bindings(generated, submods or {})
     program = generated.program
-    if generated.convention == "closure":
-        namespace = exec_source(generated.code, program.name, code_object=generated.code_object)
-        fn = namespace[program.binder](*bindings)
-    elif generated.convention == "vllm":
-        n = len(generated.submod_names)
-        namespace = exec_source(
-            generated.code,
-            program.name,
-            {"__vllm_consts__": bindings[n:]},
-            code_object=generated.code_object,
+    if len(generated.consts) != len(program.consts):
+        raise BindingError(
+            f"the code expects {len(program.consts)} constants, got {len(generated.consts)}"
         )
-        fn = functools.partial(namespace[program.name], __vllm_submods__=bindings[:n])
+    return bind_code(
+        generated.code,
+        name=program.name,
+        binder=program.binder,
+        convention=generated.convention,
+        submod_names=list(generated.submod_names),
+        consts=list(generated.consts),
+        submods=submods or {},
+        defaults=generated.submods,
+        code_object=generated.code_object,
+    )
+
+
+def bind_code(
+    code: str,
+    *,
+    name: str,
+    binder: str,
+    convention: str,
+    submod_names: list[str],
+    consts: list[Any],
+    submods: Mapping[str, Callable[..., Any]],
+    defaults: Mapping[str, Callable[..., Any]] | None = None,
+    code_object: types.CodeType | None = None,
+) -> Callable[..., Any]:
+    """Run generated module ``code`` and bind it: what :func:`load` does,
+    from plain values (an artifact's warm start needs no IR)."""
+    pieces = _bindings(submod_names, submods, defaults or {})
+    if convention == "closure":
+        namespace = exec_source(code, name, code_object=code_object)
+        fn = namespace[binder](*pieces, *consts)
+    elif convention == "vllm":
+        namespace = exec_source(code, name, {"__vllm_consts__": consts}, code_object=code_object)
+        fn = functools.partial(namespace[name], __vllm_submods__=pieces)
     else:
-        raise BindingError(f"unknown calling convention {generated.convention!r}")
-    return keep_source(fn, generated.code, program.name)
+        raise BindingError(f"unknown calling convention {convention!r}")
+    return keep_source(fn, code, name)
 
 
 def exec_source(

@@ -135,7 +135,7 @@ def test_a_signed_artifact_detects_a_rewritten_digest(tmp_path):
 def test_modules_not_yet_imported_are_not_imported_unless_allowed(saved):
     path, case = saved
     manifest = json.loads((path / "manifest.json").read_text())
-    manifest["program"]["imports"].append("stitchgen_no_such_module")
+    manifest["imports"].append("stitchgen_no_such_module")
     (path / "manifest.json").write_text(json.dumps(manifest))
     with pytest.raises(ArtifactError, match=r"imports \['stitchgen_no_such_module'\]"):
         stitchgen.load_artifact(path)
