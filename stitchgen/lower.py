@@ -177,9 +177,13 @@ class _Lowerer:
         params: list[Param] = []
         body: list[Stmt] = []
         returned = False
+        seen: set[str] = set()
         for node in graph.nodes:
             if returned:
                 raise CodegenError("node follows the graph's output node", node)
+            if node.name in seen:  # names are our SSA variables: they must be unique
+                raise CodegenError("another node of this graph has the same name", node)
+            seen.add(node.name)
             op = node.op
             if op == "placeholder":
                 params.append(self.placeholder(node, env))

@@ -164,3 +164,27 @@ def test_placeholder_defaults_and_varargs():
     fn = stitchgen.compile(gm)
     assert torch.equal(fn(torch.ones(1)), gm(torch.ones(1)))
     assert torch.equal(fn(torch.ones(1), 3.0), gm(torch.ones(1), 3.0))
+
+
+def _lint_fails(gm):
+    with pytest.raises(RuntimeError):
+        gm.graph.lint()
+
+
+def test_graphs_failing_lint_are_refused_naming_the_node():
+    gm = fx.symbolic_trace(lambda x: x + 1)
+    add = next(n for n in gm.graph.nodes if n.op == "call_function")
+    neg = gm.graph.call_function(torch.neg, (add,))  # appended after the output
+    add.args = (neg, 1)
+    _lint_fails(gm)
+    with pytest.raises(CodegenError, match="uses node 'neg' from later in the graph"):
+        stitchgen.lower(gm)
+
+
+def test_two_nodes_with_one_name_are_refused():
+    gm = fx.symbolic_trace(lambda x: (x + 1) * 2)
+    add, mul = [n for n in gm.graph.nodes if n.op == "call_function"]
+    mul.name = "add"
+    _lint_fails(gm)
+    with pytest.raises(CodegenError, match=r"node 'add' \(op call_function, target _operator.mul"):
+        stitchgen.lower(gm)
