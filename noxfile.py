@@ -46,3 +46,10 @@ def fuzz(session: nox.Session) -> None:
         "--hypothesis-show-statistics",
         env={"STITCHGEN_FUZZ_EXAMPLES": examples},
     )
+
+
+@nox.session
+def bench(session: nox.Session) -> None:
+    """The benchmark table (benchmarks/bench.py); pass --quick for a smoke run."""
+    _install(session)
+    session.run("python", "benchmarks/bench.py", *session.posargs)

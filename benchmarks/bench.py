@@ -1,0 +1,303 @@
+"""stitchgen's benchmark suite: ratios side by side, one process.
+
+    python benchmarks/bench.py [--layers 8 32 80 200] [--quick] [--markdown]
+    nox -s bench
+
+On split decoders (``stitchgen.demo.split_decoder``) of each size:
+
+* opaque: per-call stitching overhead with trivial pieces (each returns a
+  recorded output), so only stitching is timed — stitchgen vs
+  ``GraphModule.__call__`` vs ``fx.Interpreter`` vs a hand-written ideal
+  (straight-line statements, pieces in closure cells, written here from the
+  graph independently of stitchgen);
+* inlined: per-call time with the GraphModule pieces running real aten ops —
+  stitchgen (pieces inlined) vs ``GraphModule.__call__``;
+* cold: generate + compile time by stage (lower, render, black, load),
+  uncached, and with black a second time (cached);
+* memory: peak bytes of live tensors during one call (a dispatch-mode
+  tracker), stitchgen vs the same code with its ``del`` lines removed.
+
+Times are medians over interleaved rounds; the machines are noisy, so read
+ratios, not absolute numbers. Nothing here asserts: it measures.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import importlib
+import statistics
+import time
+import timeit
+import weakref
+from collections.abc import Callable
+from typing import Any
+
+import torch
+import torch.fx as fx
+from torch.utils._python_dispatch import TorchDispatchMode
+
+import stitchgen
+from stitchgen.demo import split_decoder
+from stitchgen.render import Templates
+
+# the modules (``stitchgen.load`` and ``stitchgen.render`` name the functions)
+load = importlib.import_module("stitchgen.load")
+render = importlib.import_module("stitchgen.render")
+formatting = importlib.import_module("stitchgen.formatting")
+
+
+def interleaved(fns: dict[str, Callable[[], Any]], number: int, rounds: int) -> dict[str, float]:
+    """Median per-call seconds for each fn, the rounds interleaved."""
+    times: dict[str, list[float]] = {k: [] for k in fns}
+    for _ in range(rounds):
+        for name, fn in fns.items():
+            times[name].append(timeit.timeit(fn, number=number) / number)
+    return {k: statistics.median(v) for k, v in times.items()}
+
+
+def median_time(fn: Callable[[], Any], rounds: int) -> float:
+    samples = []
+    for _ in range(rounds):
+        start = time.perf_counter()
+        fn()
+        samples.append(time.perf_counter() - start)
+    return statistics.median(samples)
+
+
+# -- opaque pieces -------------------------------------------------------------
+
+
+def opaque_setup(layers: int) -> tuple[fx.GraphModule, tuple[Any, ...], dict[str, Any]]:
+    """The split decoder whose pieces are replaced by trivial callables that
+    return what the real piece returned (bound into ``__dict__`` as a compiler
+    binds compiled pieces, so GraphModule.__call__ uses them too)."""
+    gm, inputs = split_decoder(layers)
+    recorded: dict[str, Any] = {}
+    for name, child in list(gm.named_children()):
+
+        def record(*args: Any, _name: str = name, _child: Any = child) -> Any:
+            recorded[_name] = _child(*args)
+            return recorded[_name]
+
+        gm.__dict__[name] = record
+    gm(*inputs)
+    trivial = {name: (lambda *a, _out=out: _out) for name, out in recorded.items()}
+    gm.__dict__.update(trivial)
+    return gm, inputs, trivial
+
+
+def hand_written(gm: fx.GraphModule, pieces: dict[str, Any]) -> Callable[..., Any]:
+    """The ideal: straight-line statements, a del after each last use,
+    pieces in closure cells — written from the graph, not by stitchgen."""
+    nodes = list(gm.graph.nodes)
+    last: dict[str, int] = {}
+    for i, node in enumerate(nodes):
+        for arg in node.all_input_nodes:
+            last[arg.name] = i
+    names = [n for n in pieces]
+    params = [n.name for n in nodes if n.op == "placeholder"]
+    body = []
+    for i, node in enumerate(nodes):
+        if node.op == "call_module":
+            args = ", ".join(a.name for a in node.args)
+            body.append(f"{node.name} = p_{node.target}({args})")
+        elif node.op == "call_function":
+            body.append(f"{node.name} = {node.args[0].name}[{node.args[1]}]")
+        elif node.op == "output":
+            body.append(f"return {node.args[0].name}")
+            continue
+        dead = [n for n, at in last.items() if at == i]
+        if dead:
+            body.append("del " + ", ".join(dead))
+    cells = ", ".join(f"p_{n}" for n in names)
+    source = f"def make({cells}):\n    def fn({', '.join(params)}):\n"
+    source += "".join(f"        {line}\n" for line in body) + "    return fn\n"
+    namespace: dict[str, Any] = {}
+    exec(source, namespace)
+    return namespace["make"](*[pieces[n] for n in names])
+
+
+def bench_opaque(layers: int, rounds: int) -> dict[str, float]:
+    gm, inputs, trivial = opaque_setup(layers)
+    ours = stitchgen.compile(gm, trivial)
+    ideal = hand_written(gm, trivial)
+    interp = fx.Interpreter(gm)
+    expected = gm(*inputs)
+    for fn in (ours, ideal):
+        assert torch.equal(fn(*inputs), expected)
+    t = interleaved(
+        {
+            "ours": lambda: ours(*inputs),
+            "ideal": lambda: ideal(*inputs),
+            "graphmodule": lambda: gm(*inputs),
+            "interpreter": lambda: interp.run(*inputs),
+        },
+        number=max(20, 4000 // layers),
+        rounds=rounds,
+    )
+    return t
+
+
+# -- inlined pieces ------------------------------------------------------------
+
+
+def bench_inlined(layers: int, rounds: int) -> dict[str, float]:
+    gm, inputs = split_decoder(layers)
+    ours = stitchgen.compile(gm)
+    assert torch.equal(ours(*inputs), gm(*inputs))
+    return interleaved(
+        {"ours": lambda: ours(*inputs), "graphmodule": lambda: gm(*inputs)},
+        number=max(2, 400 // layers),
+        rounds=rounds,
+    )
+
+
+# -- cold path -----------------------------------------------------------------
+
+
+def bench_cold(layers: int, rounds: int) -> dict[str, float]:
+    gm, _ = split_decoder(layers)
+    program = stitchgen.lower(gm)
+    templates = Templates()
+    templates.render(program)  # environment and templates compiled once, as in a process
+
+    def fresh_render() -> str:
+        templates._rendered.clear()
+        return templates.render(program)
+
+    source = fresh_render()
+    generated = stitchgen.generate(gm, format=False)
+
+    def fresh_load() -> Any:
+        load._code_object.cache_clear()
+        return load.load(generated)
+
+    def fresh_black() -> str:
+        formatting.format_source.cache_clear()
+        return formatting.format_source(source)
+
+    out = {
+        "lower": median_time(lambda: stitchgen.lower(gm), rounds),
+        "render": median_time(fresh_render, rounds),
+        "load": median_time(fresh_load, rounds),
+        "black": median_time(fresh_black, max(1, rounds // 3)),
+    }
+    formatting.format_source(source)
+    out["black_cached"] = median_time(lambda: render.render(program, format=True), rounds)
+    out["compile"] = out["lower"] + out["render"] + out["load"]
+    return out
+
+
+# -- memory --------------------------------------------------------------------
+
+
+class LiveBytes(TorchDispatchMode):
+    """Peak bytes of tensors alive (made by ops in this mode, or inputs)."""
+
+    def __init__(self, inputs: tuple[Any, ...]) -> None:
+        super().__init__()
+        self.live = 0
+        self.peak = 0
+        for t in inputs:
+            if isinstance(t, torch.Tensor):
+                self._track(t)
+
+    def _track(self, t: torch.Tensor) -> None:
+        size = t.untyped_storage().nbytes()
+        self.live += size
+        self.peak = max(self.peak, self.live)
+        weakref.finalize(t, self._free, size)  # views are not tracked: the base holds it
+
+    def _free(self, size: int) -> None:
+        self.live -= size
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):  # noqa: ANN001
+        out = func(*args, **(kwargs or {}))
+        for t in out if isinstance(out, (tuple, list)) else (out,):
+            if isinstance(t, torch.Tensor) and t._base is None:
+                self._track(t)
+        return out
+
+
+def bench_memory(layers: int) -> dict[str, float]:
+    gm, inputs = split_decoder(layers, tokens=64)
+    generated = stitchgen.generate(gm, format=False)
+    no_dels = "\n".join(
+        line for line in generated.code.splitlines() if not line.lstrip().startswith("del ")
+    )
+    without = load.load(dataclasses.replace(generated, code=no_dels))
+    ours = load.load(generated)
+    out = {}
+    for name, fn in (("ours", ours), ("no_dels", without)):
+        args = tuple(t.clone() for t in inputs)
+        with LiveBytes(args) as tracker:
+            result = fn(*args)
+        del result
+        out[name] = float(tracker.peak)
+    return out
+
+
+# -- report ----------------------------------------------------------------------
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--layers", type=int, nargs="+", default=[8, 32, 80, 200])
+    parser.add_argument("--rounds", type=int, default=9)
+    parser.add_argument("--quick", action="store_true", help="few rounds (a smoke run)")
+    parser.add_argument("--markdown", action="store_true", help="print markdown tables")
+    args = parser.parse_args(argv)
+    rounds = 3 if args.quick else args.rounds
+    rows = []
+    for layers in args.layers:
+        o = bench_opaque(layers, rounds)
+        i = bench_inlined(layers, max(3, rounds // 2))
+        c = bench_cold(layers, max(3, rounds // 2))
+        m = bench_memory(min(layers, 8))
+        rows.append((layers, o, i, c, m))
+    sep = " | " if args.markdown else "  "
+
+    def line(cells: list[str]) -> str:
+        text = sep.join(cells)
+        return f"| {text} |" if args.markdown else text
+
+    header = [
+        "layers", "opaque us", "ours/ideal", "gm/ours", "interp/ours",
+        "inlined gm/ours", "lower ms", "render ms", "load ms", "compile ms",
+        "black ms", "black 2nd ms", "peak MB ours/no-dels",
+    ]  # fmt: skip
+    print(line(header))
+    if args.markdown:
+        print(line(["---"] * len(header)))
+    for layers, o, i, c, m in rows:
+        print(
+            line(
+                [
+                    str(layers),
+                    f"{o['ours'] * 1e6:.1f}",
+                    f"{o['ours'] / o['ideal']:.3f}",
+                    f"{o['graphmodule'] / o['ours']:.2f}x",
+                    f"{o['interpreter'] / o['ours']:.0f}x",
+                    f"{i['graphmodule'] / i['ours']:.2f}x",
+                    f"{c['lower'] * 1e3:.1f}",
+                    f"{c['render'] * 1e3:.1f}",
+                    f"{c['load'] * 1e3:.1f}",
+                    f"{c['compile'] * 1e3:.1f}",
+                    f"{c['black'] * 1e3:.0f}",
+                    f"{c['black_cached'] * 1e3:.1f}",
+                    f"{m['ours'] / 2**20:.2f}/{m['no_dels'] / 2**20:.2f}",
+                ]
+            )
+        )
+    if len(rows) > 1:
+        first, last = rows[0], rows[-1]
+        growth = last[3]["compile"] / first[3]["compile"]
+        print(
+            f"cold compile growth {first[0]} -> {last[0]} layers: {growth:.1f}x "
+            f"for {last[0] / first[0]:.0f}x the layers"
+        )
+
+
+if __name__ == "__main__":
+    main()

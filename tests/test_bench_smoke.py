@@ -1,0 +1,15 @@
+"""The benchmark script runs (a smoke run: it measures, nothing here is timed)."""
+
+import importlib.util
+from pathlib import Path
+
+
+def test_benchmark_suite_runs(capsys):
+    path = Path(__file__).resolve().parents[1] / "benchmarks" / "bench.py"
+    spec = importlib.util.spec_from_file_location("stitchgen_bench", path)
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    bench.main(["--layers", "1", "2", "--quick"])
+    out = capsys.readouterr().out
+    assert out.splitlines()[0].split()[:3] == ["layers", "opaque", "us"]
+    assert "cold compile growth 1 -> 2 layers" in out
