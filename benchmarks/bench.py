@@ -15,7 +15,8 @@ On split decoders (``stitchgen.demo.split_decoder``) of each size:
 * cold: generate + compile time by stage (lower, render, black, load),
   uncached, and with black a second time (cached);
 * memory: peak bytes of live tensors during one call (a dispatch-mode
-  tracker), stitchgen vs the same code with its ``del`` lines removed.
+  tracker), stitchgen vs the boxed-inputs convention (inputs in a list the
+  function clears) vs the same code with its ``del`` lines removed.
 
 Times are medians over interleaved rounds; the machines are noisy, so read
 ratios, not absolute numbers. Nothing here asserts: it measures.
@@ -228,11 +229,12 @@ def bench_memory(layers: int) -> dict[str, float]:
     )
     without = load.load(dataclasses.replace(generated, code=no_dels))
     ours = load.load(generated)
+    boxed = stitchgen.compile(gm, boxed=True)
     out = {}
-    for name, fn in (("ours", ours), ("no_dels", without)):
-        args = tuple(t.clone() for t in inputs)
-        with LiveBytes(args) as tracker:
-            result = fn(*args)
+    for name, fn in (("ours", ours), ("no_dels", without), ("boxed", boxed)):
+        args = [t.clone() for t in inputs]
+        with LiveBytes(tuple(args)) as tracker:
+            result = fn(args) if name == "boxed" else fn(*args)
         del result
         out[name] = float(tracker.peak)
     return out
@@ -265,7 +267,7 @@ def main(argv: list[str] | None = None) -> None:
     header = [
         "layers", "opaque us", "ours/ideal", "gm/ours", "interp/ours",
         "inlined gm/ours", "lower ms", "render ms", "load ms", "compile ms",
-        "black ms", "black 2nd ms", "peak MB ours/no-dels",
+        "black ms", "black 2nd ms", "peak MB ours/boxed/no-dels",
     ]  # fmt: skip
     print(line(header))
     if args.markdown:
@@ -286,7 +288,7 @@ def main(argv: list[str] | None = None) -> None:
                     f"{c['compile'] * 1e3:.1f}",
                     f"{c['black'] * 1e3:.0f}",
                     f"{c['black_cached'] * 1e3:.1f}",
-                    f"{m['ours'] / 2**20:.2f}/{m['no_dels'] / 2**20:.2f}",
+                    f"{m['ours'] / 2**20:.2f}/{m['boxed'] / 2**20:.2f}/{m['no_dels'] / 2**20:.2f}",
                 ]
             )
         )

@@ -64,10 +64,13 @@ def generate(
     template_dirs: Sequence[str | os.PathLike[str]] = (),
     templates: Templates | str | None = None,
     opaque: Sequence[str] = (),
+    boxed: bool = False,
 ) -> Generated:
     """Lower and render ``gm``. ``templates`` is a :class:`stitchgen.Templates`
     or a shipped variant's name (``"profiled"``, ``"vllm"``); ``opaque`` names
-    children to call through bindings even if they are GraphModules.
+    children to call through bindings even if they are GraphModules;
+    ``boxed=True`` makes the function take its inputs as one list that it
+    clears (so the caller's list does not keep them alive).
 
     >>> import torch.fx as fx, stitchgen
     >>> generated = stitchgen.generate(fx.symbolic_trace(lambda x: x + 1))
@@ -75,7 +78,16 @@ def generate(
             return add
     """
     templates = resolve_templates(templates, template_dirs)
-    program = lower(gm, name=name, opaque=opaque, names=templates.names, reserve=templates.reserve)
+    if boxed and templates.convention != "closure":
+        raise ValueError(f"boxed inputs are not part of the {templates.convention} convention")
+    program = lower(
+        gm,
+        name=name,
+        opaque=opaque,
+        names=templates.names,
+        reserve=templates.reserve,
+        boxed=boxed,
+    )
     code = render(program, format=format, templates=templates)
     defaults = {s.path: fetch_attr(gm, s.path) for s in program.submods if s.path not in opaque}
     return Generated(

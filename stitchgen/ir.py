@@ -215,6 +215,10 @@ class Function:
     #: where the function came from: "" for the root graph, else the
     #: qualified name of the inlined child module.
     origin: str = ""
+    #: the boxed-inputs convention: the function takes one list, named
+    #: ``box``, unpacks it into ``params`` and clears it, so the caller's
+    #: list does not keep the inputs alive ("" for a plain signature)
+    box: str = ""
 
 
 @dataclass(frozen=True)

@@ -11,6 +11,7 @@ the dels.
 
 from __future__ import annotations
 
+import dataclasses
 import enum
 import keyword
 import operator
@@ -71,6 +72,7 @@ def lower(
     opaque: Iterable[str] = (),
     names: Mapping[str, str] | None = None,
     reserve: Iterable[str] = (),
+    boxed: bool = False,
 ) -> Program:
     """Lower ``gm``'s graph to a program whose entry function is ``name``.
 
@@ -79,7 +81,9 @@ def lower(
     (recursively); any other child is called through a binding whose default
     is the child itself. ``names`` overrides :data:`NAME_FORMATS` (the binder's
     name, and the formats of binding and inlined-function names); ``reserve``
-    adds names no identifier may take. The result has already been through
+    adds names no identifier may take. ``boxed`` gives the entry function
+    the boxed-inputs convention (one list argument, cleared on entry, as
+    Inductor's ``call(args)``). The result has already been through
     the liveness and naming passes, so it is ready to render.
 
     >>> import torch, torch.fx as fx
@@ -98,6 +102,13 @@ def lower(
     formats = name_formats(names)
     lowerer = _Lowerer(gm, frozenset(opaque), formats)
     entry = lowerer.function(gm, prefix="", name=name)
+    if boxed:
+        odd = [p.keyword for p in entry.params if p.kind or p.default is not None]
+        if odd:
+            raise CodegenError(
+                f"boxed inputs need plain positional parameters; {odd} have defaults or are *args"
+            )
+        entry = dataclasses.replace(entry, box="args")
     unused = lowerer.opaque - set(lowerer.submod_index)
     if unused:
         raise CodegenError(

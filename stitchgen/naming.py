@@ -144,7 +144,7 @@ def assign_names(program: Program) -> Program:
             target = getattr(stmt, "target", None)
             if target is not None and target not in names:
                 names[target] = ns.create(target)
-        if globals_kept and all(k == v for k, v in names.items()):
+        if globals_kept and not fn.box and all(k == v for k, v in names.items()):
             functions.append(fn)
             continue
         renamer.locals = names
@@ -154,7 +154,8 @@ def assign_names(program: Program) -> Program:
         )
         body = tuple(renamer.stmt(s) for s in fn.body)
         name = program.name if fn is entry else fn_names[fn.name]
-        functions.append(Function(name, params, body, fn.origin))
+        box = ns.create(fn.box) if fn.box else ""
+        functions.append(Function(name, params, body, fn.origin, box))
     return dataclasses.replace(
         program,
         binder=binder,

@@ -124,3 +124,42 @@ def test_unused_calls_still_run_in_graph_order():
     assert "first = call_first(x)\n        del first\n" in generated.code
     stitchgen.load(generated, submods)(torch.zeros(1))
     assert calls == names
+
+
+def _two_pieces():
+    graph = fx.Graph()
+    x = graph.placeholder("x")
+    first = graph.call_function(operator.getitem, (graph.call_module("p0", (x,)), 0))
+    graph.output(graph.call_function(operator.getitem, (graph.call_module("p1", (first,)), 0)))
+    return fx.GraphModule({"p0": torch.nn.Identity(), "p1": torch.nn.Identity()}, graph)
+
+
+def test_boxed_inputs_die_after_their_last_use():
+    """With the boxed convention the caller's list is cleared on entry, so an
+    input dies after its last use even though the caller passed it; a plain
+    call keeps it alive through the caller's reference."""
+    seen = []
+
+    def run(boxed):
+        x = torch.randn(1000)
+        ref = weakref.ref(x)
+        submods = {"p0": lambda t: (t * 2,), "p1": lambda t: (seen.append(ref() is not None), t)}
+        fn = stitchgen.compile(_two_pieces(), submods, boxed=boxed)
+        if boxed:
+            args = [x]
+            del x
+            fn(args)
+            assert args == []
+        else:
+            fn(x)
+
+    run(boxed=True)
+    run(boxed=False)
+    assert seen == [False, True]
+
+
+def test_boxed_code_unpacks_and_clears_its_list():
+    code = stitchgen.generate(_two_pieces(), boxed=True).code
+    assert "def execution_fn(args):\n        (x,) = args\n        args.clear()\n" in code
+    with __import__("pytest").raises(ValueError, match="not part of the vllm convention"):
+        stitchgen.generate(_two_pieces(), boxed=True, templates="vllm")
