@@ -11,7 +11,8 @@ On split decoders (``stitchgen.demo.split_decoder``) of each size:
   (straight-line statements, pieces in closure cells, written here from the
   graph independently of stitchgen);
 * inlined: per-call time with the GraphModule pieces running real aten ops —
-  stitchgen (pieces inlined) vs ``GraphModule.__call__``;
+  stitchgen (pieces inlined) vs ``GraphModule.__call__``, and
+  ``inline="flatten"`` (pieces spliced into the caller) vs stitchgen;
 * cold: generate + compile time by stage (lower, render, black, load),
   uncached, and with black a second time (cached);
 * memory: peak bytes of live tensors during one call (a dispatch-mode
@@ -146,9 +147,15 @@ def bench_opaque(layers: int, rounds: int) -> dict[str, float]:
 def bench_inlined(layers: int, rounds: int) -> dict[str, float]:
     gm, inputs = split_decoder(layers)
     ours = stitchgen.compile(gm)
+    flat = stitchgen.compile(gm, inline="flatten")
     assert torch.equal(ours(*inputs), gm(*inputs))
+    assert torch.equal(flat(*inputs), gm(*inputs))
     return interleaved(
-        {"ours": lambda: ours(*inputs), "graphmodule": lambda: gm(*inputs)},
+        {
+            "ours": lambda: ours(*inputs),
+            "flatten": lambda: flat(*inputs),
+            "graphmodule": lambda: gm(*inputs),
+        },
         number=max(2, 400 // layers),
         rounds=rounds,
     )
@@ -266,7 +273,7 @@ def main(argv: list[str] | None = None) -> None:
 
     header = [
         "layers", "opaque us", "ours/ideal", "gm/ours", "interp/ours",
-        "inlined gm/ours", "lower ms", "render ms", "load ms", "compile ms",
+        "inlined gm/ours", "flatten/ours", "lower ms", "render ms", "load ms", "compile ms",
         "black ms", "black 2nd ms", "peak MB ours/boxed/no-dels",
     ]  # fmt: skip
     print(line(header))
@@ -282,6 +289,7 @@ def main(argv: list[str] | None = None) -> None:
                     f"{o['graphmodule'] / o['ours']:.2f}x",
                     f"{o['interpreter'] / o['ours']:.0f}x",
                     f"{i['graphmodule'] / i['ours']:.2f}x",
+                    f"{i['flatten'] / i['ours']:.3f}",
                     f"{c['lower'] * 1e3:.1f}",
                     f"{c['render'] * 1e3:.1f}",
                     f"{c['load'] * 1e3:.1f}",

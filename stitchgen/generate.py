@@ -65,12 +65,14 @@ def generate(
     templates: Templates | str | None = None,
     opaque: Sequence[str] = (),
     boxed: bool = False,
+    inline: str = "call",
 ) -> Generated:
     """Lower and render ``gm``. ``templates`` is a :class:`stitchgen.Templates`
     or a shipped variant's name (``"profiled"``, ``"vllm"``); ``opaque`` names
     children to call through bindings even if they are GraphModules;
     ``boxed=True`` makes the function take its inputs as one list that it
-    clears (so the caller's list does not keep them alive).
+    clears (so the caller's list does not keep them alive);
+    ``inline="flatten"`` splices inlined pieces into their callers.
 
     >>> import torch.fx as fx, stitchgen
     >>> generated = stitchgen.generate(fx.symbolic_trace(lambda x: x + 1))
@@ -87,6 +89,7 @@ def generate(
         names=templates.names,
         reserve=templates.reserve,
         boxed=boxed,
+        inline=inline,
     )
     code = render(program, format=format, templates=templates)
     defaults = {s.path: fetch_attr(gm, s.path) for s in program.submods if s.path not in opaque}

@@ -24,6 +24,7 @@ from torch.fx.immutable_collections import immutable_dict, immutable_list
 
 from . import liveness, naming
 from .errors import CodegenError
+from .flatten import flatten
 from .ir import (
     Assign,
     Call,
@@ -73,6 +74,7 @@ def lower(
     names: Mapping[str, str] | None = None,
     reserve: Iterable[str] = (),
     boxed: bool = False,
+    inline: str = "call",
 ) -> Program:
     """Lower ``gm``'s graph to a program whose entry function is ``name``.
 
@@ -83,7 +85,10 @@ def lower(
     name, and the formats of binding and inlined-function names); ``reserve``
     adds names no identifier may take. ``boxed`` gives the entry function
     the boxed-inputs convention (one list argument, cleared on entry, as
-    Inductor's ``call(args)``). The result has already been through
+    Inductor's ``call(args)``). ``inline="flatten"`` splices inlined pieces
+    into their callers where that is the same program (see ``flatten.py``);
+    the default ``"call"`` keeps each as a nested function. The result has
+    already been through
     the liveness and naming passes, so it is ready to render.
 
     >>> import torch, torch.fx as fx
@@ -99,6 +104,8 @@ def lower(
         )
     if not isinstance(name, str) or not name.isidentifier() or keyword.iskeyword(name):
         raise ValueError(f"function name must be a Python identifier, got {name!r}")
+    if inline not in ("call", "flatten"):
+        raise ValueError(f"inline must be 'call' or 'flatten', not {inline!r}")
     formats = name_formats(names)
     lowerer = _Lowerer(gm, frozenset(opaque), formats)
     entry = lowerer.function(gm, prefix="", name=name)
@@ -125,6 +132,8 @@ def lower(
         reserved=tuple(sorted(set(reserve))),
         const_values=tuple(lowerer.const_values),
     )
+    if inline == "flatten":
+        program = flatten(program)
     program = liveness.insert_dels(program)
     return naming.assign_names(program)
 

@@ -9,6 +9,7 @@ import os
 
 import torch.fx as fx
 from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from oracle import assert_same
 from stitching_graphs import stitching_graphs
 
@@ -56,12 +57,13 @@ def check_dels(fn):
 
 
 @FUZZ
-@given(stitching_graphs())
-def test_random_stitching_graphs_match_the_interpreter(drawn):
-    generated = stitchgen.generate(drawn.gm, format=False)
+@given(stitching_graphs(), st.sampled_from(["call", "flatten"]))
+def test_random_stitching_graphs_match_the_interpreter(drawn, inline):
+    generated = stitchgen.generate(drawn.gm, format=False, inline=inline)
     for fn in generated.program.functions:
         check_dels(fn)
-    assert stitchgen.generate(drawn.gm, format=False).code == generated.code  # deterministic
+    again = stitchgen.generate(drawn.gm, format=False, inline=inline)
+    assert again.code == generated.code  # deterministic
     expected = fx.Interpreter(drawn.gm).run(*drawn.fresh_inputs())
     actual = stitchgen.load(generated)(*drawn.fresh_inputs())
     assert_same(actual, expected)

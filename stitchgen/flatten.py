@@ -1,0 +1,228 @@
+"""The flatten pass (opt-in, ``inline="flatten"``): splice inlined pieces
+into their callers.
+
+A call ``t = inlined_f(a, b)`` whose result is only unpacked
+(``x = t[0]``, ``y = t[-1]``) becomes ``f``'s statements, with ``f``'s
+parameters replaced by the call's arguments and ``x``, ``y`` by the values
+``f`` returns — no nested call, no tuple built and unpacked. Statements keep
+their order, so side effects do too. A call is left alone where that is not
+the same program: ``f`` takes ``*args``/``**kwargs``, ``f`` does not return a
+tuple display, or the caller uses the tuple itself (passes it on, returns it,
+indexes it with anything but an int constant). Functions no call refers to
+any more are dropped. Runs on the raw (pre-naming) program, before liveness.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+from .ir import (
+    Assign,
+    Call,
+    ConstRef,
+    Del,
+    DictExpr,
+    Function,
+    FunctionRef,
+    GetItem,
+    GlobalRef,
+    ListExpr,
+    Literal,
+    MethodRef,
+    Name,
+    Program,
+    Return,
+    SliceExpr,
+    Stmt,
+    TupleExpr,
+    defines,
+    reads,
+)
+
+__all__ = ["flatten"]
+
+
+def flatten(program: Program) -> Program:
+    """``program`` with every spliceable call to an inlined function spliced."""
+    done: dict[str, Function] = {}
+    for fn in program.functions:  # callees come before their callers
+        done[fn.name] = _flatten_function(fn, done)
+    entry = done[program.entry.name]
+    used = _reachable(entry, done)
+    kept = [done[fn.name] for fn in program.functions[:-1] if fn.name in used]
+    index = {fn.name: i for i, fn in enumerate(kept)}
+    functions = tuple(_reindex(fn, index) for fn in (*kept, entry))
+    return dataclasses.replace(program, functions=functions)
+
+
+def _reachable(entry: Function, functions: dict[str, Function]) -> set[str]:
+    seen: set[str] = set()
+    todo = [entry]
+    while todo:
+        for stmt in todo.pop().body:
+            callee = getattr(stmt, "callee", None)
+            if isinstance(callee, FunctionRef) and callee.name not in seen:
+                seen.add(callee.name)
+                todo.append(functions[callee.name])
+    return seen
+
+
+def _reindex(fn: Function, index: dict[str, int]) -> Function:
+    def fix(stmt: Stmt) -> Stmt:
+        if isinstance(stmt, Call) and isinstance(stmt.callee, FunctionRef):
+            callee = FunctionRef(index[stmt.callee.name], stmt.callee.name)
+            return dataclasses.replace(stmt, callee=callee)
+        return stmt
+
+    return dataclasses.replace(fn, body=tuple(fix(s) for s in fn.body))
+
+
+def _is_simple(e: Any) -> bool:
+    """Safe to write in place of a name at every use: no new object per use."""
+    return isinstance(e, (Name, ConstRef, GlobalRef)) or (
+        isinstance(e, Literal) and not isinstance(e.value, (list, dict))
+    )
+
+
+def _spliceable(call: Call, callee: Function, body: list[Stmt], at: int) -> bool:
+    if any(p.kind for p in callee.params) or not callee.body:
+        return False
+    ret = callee.body[-1]
+    if not (isinstance(ret, Return) and isinstance(ret.value, TupleExpr)):
+        return False
+    if len(call.args) > len(callee.params):
+        return False
+    keywords = {p.keyword or p.name for p in callee.params}
+    passed = {k for k, _ in call.kwargs}
+    if passed - keywords:
+        return False
+    for p in callee.params[len(call.args) :]:
+        if (p.keyword or p.name) not in passed and p.default is None:
+            return False  # a missing argument: keep the call (and its TypeError)
+    size = len(ret.value.items)
+    for stmt in body[at + 1 :]:
+        if call.target not in reads(stmt):
+            continue
+        ok = (
+            isinstance(stmt, GetItem)
+            and stmt.obj == Name(call.target)
+            and isinstance(stmt.index, Literal)
+            and type(stmt.index.value) is int
+            and -size <= stmt.index.value < size
+        )
+        if not ok:
+            return False
+    return True
+
+
+def _flatten_function(fn: Function, done: dict[str, Function]) -> Function:
+    body = [s for s in fn.body if not isinstance(s, Del)]  # liveness places them again
+    taken = {p.name for p in fn.params} | {t for s in body if (t := defines(s))}
+    replace: dict[str, Any] = {}  # unpacked names -> the values they stand for now
+    absorbed: set[int] = set()  # the getitems that unpacked a spliced call
+    out: list[Stmt] = []
+    for i, stmt in enumerate(body):
+        if i in absorbed:
+            continue
+        stmt = _substitute(stmt, replace)
+        callee = None
+        if isinstance(stmt, Call) and isinstance(stmt.callee, FunctionRef):
+            callee = done[stmt.callee.name]
+        if callee is None or not _spliceable(stmt, callee, body, i):
+            out.append(stmt)
+            continue
+        spliced, items = _splice(stmt, callee, taken)
+        out.extend(spliced)
+        for j in range(i + 1, len(body)):
+            later = body[j]
+            if isinstance(later, GetItem) and later.obj == Name(stmt.target):
+                replace[later.target] = items[later.index.value]
+                absorbed.add(j)
+    return dataclasses.replace(fn, body=tuple(out))
+
+
+def _splice(call: Call, callee: Function, taken: set[str]) -> tuple[list[Stmt], list[Any]]:
+    """The callee's statements for this call site, and its returned items."""
+    out: list[Stmt] = []
+    rename: dict[str, Any] = {}
+
+    def fresh(name: str) -> str:
+        candidate, n = f"{call.target}_{name}", 0
+        while candidate in taken:
+            n += 1
+            candidate = f"{call.target}_{name}_{n}"
+        taken.add(candidate)
+        return candidate
+
+    def bind(name: str, value: Any) -> Any:
+        if _is_simple(value):
+            return value
+        local = fresh(name)  # evaluated once, where the call evaluated it
+        out.append(Assign(local, value))
+        return Name(local)
+
+    by_keyword = dict(call.kwargs)
+    for position, p in enumerate(callee.params):
+        if position < len(call.args):
+            value = call.args[position]
+        else:
+            value = by_keyword.get(p.keyword or p.name, p.default)
+        rename[p.name] = bind(p.name, value)
+    for stmt in callee.body[:-1]:
+        if isinstance(stmt, Del):
+            continue
+        renamed = _substitute(stmt, rename)
+        target = defines(stmt)
+        if target is not None:
+            local = fresh(target)
+            rename[target] = Name(local)
+            renamed = dataclasses.replace(renamed, target=local)
+        out.append(renamed)
+    ret = callee.body[-1]
+    assert isinstance(ret, Return) and isinstance(ret.value, TupleExpr)
+    items = [bind(f"out{k}", _expr(item, rename)) for k, item in enumerate(ret.value.items)]
+    return out, items
+
+
+def _expr(e: Any, rename: dict[str, Any]) -> Any:
+    if isinstance(e, Name):
+        return rename.get(e.id, e)
+    if isinstance(e, TupleExpr):
+        return TupleExpr(tuple(_expr(x, rename) for x in e.items))
+    if isinstance(e, ListExpr):
+        return ListExpr(tuple(_expr(x, rename) for x in e.items))
+    if isinstance(e, DictExpr):
+        return DictExpr(tuple((_expr(k, rename), _expr(v, rename)) for k, v in e.items))
+    if isinstance(e, SliceExpr):
+        return SliceExpr(_expr(e.start, rename), _expr(e.stop, rename), _expr(e.step, rename))
+    if isinstance(e, MethodRef):
+        return MethodRef(_expr(e.receiver, rename), e.method)
+    return e
+
+
+def _target(name: str, rename: dict[str, Any]) -> str:
+    new = rename.get(name)
+    return new.id if isinstance(new, Name) else name
+
+
+def _substitute(stmt: Stmt, rename: dict[str, Any]) -> Stmt:
+    if not rename:
+        return stmt
+    if isinstance(stmt, Call):
+        return Call(
+            _target(stmt.target, rename),
+            _expr(stmt.callee, rename),
+            tuple(_expr(a, rename) for a in stmt.args),
+            tuple((k, _expr(v, rename)) for k, v in stmt.kwargs),
+            stmt.node,
+        )
+    if isinstance(stmt, GetItem):
+        return GetItem(
+            _target(stmt.target, rename), _expr(stmt.obj, rename), _expr(stmt.index, rename)
+        )
+    if isinstance(stmt, Assign):
+        return Assign(_target(stmt.target, rename), _expr(stmt.value, rename))
+    if isinstance(stmt, Return):
+        return Return(_expr(stmt.value, rename))
+    return stmt
