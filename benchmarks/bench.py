@@ -144,18 +144,19 @@ def bench_opaque(layers: int, rounds: int) -> dict[str, float]:
 # -- inlined pieces ------------------------------------------------------------
 
 
-def bench_inlined(layers: int, rounds: int) -> dict[str, float]:
-    gm, inputs = split_decoder(layers)
+def bench_inlined(layers: int, rounds: int, device: str = "cpu") -> dict[str, float]:
+    gm, inputs = split_decoder(layers, device=device)
     ours = stitchgen.compile(gm)
     flat = stitchgen.compile(gm, inline="flatten")
     assert torch.equal(ours(*inputs), gm(*inputs))
     assert torch.equal(flat(*inputs), gm(*inputs))
+    sync = torch.cuda.synchronize if device.startswith("cuda") else (lambda: None)
+
+    def timed(fn: Callable[..., Any]) -> Callable[[], Any]:
+        return lambda: (fn(*inputs), sync())
+
     return interleaved(
-        {
-            "ours": lambda: ours(*inputs),
-            "flatten": lambda: flat(*inputs),
-            "graphmodule": lambda: gm(*inputs),
-        },
+        {"ours": timed(ours), "flatten": timed(flat), "graphmodule": timed(gm)},
         number=max(2, 400 // layers),
         rounds=rounds,
     )
@@ -256,8 +257,20 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--rounds", type=int, default=9)
     parser.add_argument("--quick", action="store_true", help="few rounds (a smoke run)")
     parser.add_argument("--markdown", action="store_true", help="print markdown tables")
+    parser.add_argument(
+        "--device", default="cpu", help="cuda: only the per-call rows with CUDA pieces"
+    )
     args = parser.parse_args(argv)
     rounds = 3 if args.quick else args.rounds
+    if args.device != "cpu":
+        print("layers  device  ours us  graphmodule us  gm/ours  flatten/ours")
+        for layers in args.layers:
+            t = bench_inlined(layers, rounds, args.device)
+            print(
+                f"{layers}  {args.device}  {t['ours'] * 1e6:.1f}  {t['graphmodule'] * 1e6:.1f}  "
+                f"{t['graphmodule'] / t['ours']:.2f}x  {t['flatten'] / t['ours']:.3f}"
+            )
+        return
     rows = []
     for layers in args.layers:
         o = bench_opaque(layers, rounds)
