@@ -135,7 +135,7 @@ def bench_opaque(layers: int, rounds: int) -> dict[str, float]:
             "graphmodule": lambda: gm(*inputs),
             "interpreter": lambda: interp.run(*inputs),
         },
-        number=max(20, 4000 // layers),
+        number=max(100, 40000 // layers),
         rounds=rounds,
     )
     return t
