@@ -22,21 +22,18 @@ from .ir import (
     Call,
     ConstRef,
     Del,
-    DictExpr,
     Function,
     FunctionRef,
     GetItem,
     GlobalRef,
-    ListExpr,
     Literal,
-    MethodRef,
     Name,
     Program,
     Return,
-    SliceExpr,
     Stmt,
     TupleExpr,
     defines,
+    map_expr,
     reads,
 )
 
@@ -186,19 +183,7 @@ def _splice(call: Call, callee: Function, taken: set[str]) -> tuple[list[Stmt], 
 
 
 def _expr(e: Any, rename: dict[str, Any]) -> Any:
-    if isinstance(e, Name):
-        return rename.get(e.id, e)
-    if isinstance(e, TupleExpr):
-        return TupleExpr(tuple(_expr(x, rename) for x in e.items))
-    if isinstance(e, ListExpr):
-        return ListExpr(tuple(_expr(x, rename) for x in e.items))
-    if isinstance(e, DictExpr):
-        return DictExpr(tuple((_expr(k, rename), _expr(v, rename)) for k, v in e.items))
-    if isinstance(e, SliceExpr):
-        return SliceExpr(_expr(e.start, rename), _expr(e.stop, rename), _expr(e.step, rename))
-    if isinstance(e, MethodRef):
-        return MethodRef(_expr(e.receiver, rename), e.method)
-    return e
+    return map_expr(e, lambda leaf: rename.get(leaf.id, leaf) if isinstance(leaf, Name) else leaf)
 
 
 def _target(name: str, rename: dict[str, Any]) -> str:

@@ -17,7 +17,7 @@ from __future__ import annotations
 import base64
 import dataclasses
 import math
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
@@ -299,6 +299,26 @@ def expr_names(expr: Any) -> Iterator[str]:
         yield from expr_names(expr.step)
     elif isinstance(expr, MethodRef):
         yield from expr_names(expr.receiver)
+
+
+def map_expr(expr: Any, leaf: Callable[[Any], Any]) -> Any:
+    """``expr`` rebuilt with ``leaf`` applied to every name and reference
+    (``Name``, ``ConstRef``, ``SubmodRef``, ``FunctionRef``; literals and
+    global references pass through ``leaf`` too); displays, slices and method
+    receivers are walked."""
+    if isinstance(expr, TupleExpr):
+        return TupleExpr(tuple(map_expr(x, leaf) for x in expr.items))
+    if isinstance(expr, ListExpr):
+        return ListExpr(tuple(map_expr(x, leaf) for x in expr.items))
+    if isinstance(expr, DictExpr):
+        return DictExpr(tuple((map_expr(k, leaf), map_expr(v, leaf)) for k, v in expr.items))
+    if isinstance(expr, SliceExpr):
+        return SliceExpr(
+            map_expr(expr.start, leaf), map_expr(expr.stop, leaf), map_expr(expr.step, leaf)
+        )
+    if isinstance(expr, MethodRef):
+        return MethodRef(map_expr(expr.receiver, leaf), expr.method)
+    return leaf(expr)
 
 
 def reads(stmt: Stmt) -> Iterator[str]:

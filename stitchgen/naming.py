@@ -25,21 +25,17 @@ from .ir import (
     ConstDecl,
     ConstRef,
     Del,
-    DictExpr,
     Function,
     FunctionRef,
     GetItem,
-    ListExpr,
-    MethodRef,
     Name,
     Param,
     Program,
     Return,
-    SliceExpr,
     Stmt,
     SubmodDecl,
     SubmodRef,
-    TupleExpr,
+    map_expr,
 )
 
 __all__ = ["RESERVED", "Namespace", "assign_names"]
@@ -180,6 +176,9 @@ class _Renamer:
         self.locals: dict[str, str] = {}
 
     def expr(self, e: Any) -> Any:
+        return map_expr(e, self._leaf)
+
+    def _leaf(self, e: Any) -> Any:
         if isinstance(e, Name):
             return Name(self.locals[e.id])
         if isinstance(e, ConstRef):
@@ -188,16 +187,6 @@ class _Renamer:
             return SubmodRef(e.index, self.submods[e.index].name)
         if isinstance(e, FunctionRef):
             return FunctionRef(e.index, self.fn_names[e.name])
-        if isinstance(e, MethodRef):
-            return MethodRef(self.expr(e.receiver), e.method)
-        if isinstance(e, TupleExpr):
-            return TupleExpr(tuple(self.expr(x) for x in e.items))
-        if isinstance(e, ListExpr):
-            return ListExpr(tuple(self.expr(x) for x in e.items))
-        if isinstance(e, DictExpr):
-            return DictExpr(tuple((self.expr(k), self.expr(v)) for k, v in e.items))
-        if isinstance(e, SliceExpr):
-            return SliceExpr(self.expr(e.start), self.expr(e.stop), self.expr(e.step))
         return e  # Literal, GlobalRef
 
     def stmt(self, s: Stmt) -> Stmt:
