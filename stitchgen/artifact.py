@@ -43,7 +43,7 @@ import torch
 
 from . import ir
 from .errors import BindingError
-from .load import bind_code, source_filename
+from .load import bind_code, compile_source
 
 if TYPE_CHECKING:
     from .generate import Generated
@@ -113,8 +113,7 @@ def save_artifact(
         )
     code = generated.code.encode("utf-8")
     consts = _consts_bytes(generated)
-    filename = source_filename(generated.code, generated.name)
-    compiled = marshal.dumps(compile(generated.code, filename, "exec", dont_inherit=True))
+    compiled = marshal.dumps(compile_source(generated.code, generated.name))
     program = json.dumps(ir.to_json(generated.program)).encode("utf-8")
     files = {
         "code.py": code,

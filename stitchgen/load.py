@@ -28,7 +28,7 @@ from .errors import BindingError
 if TYPE_CHECKING:
     from .generate import Generated
 
-__all__ = ["bind_code", "exec_source", "keep_source", "load", "source_filename"]
+__all__ = ["bind_code", "compile_source", "exec_source", "keep_source", "load", "source_filename"]
 
 _lock = threading.Lock()
 _live: dict[str, int] = {}  # linecache filename -> functions alive that use it
@@ -43,6 +43,11 @@ def source_filename(code: str, name: str) -> str:
 @functools.lru_cache(maxsize=128)
 def _code_object(code: str, filename: str) -> types.CodeType:
     return compile(code, filename, "exec", dont_inherit=True)
+
+
+def compile_source(code: str, name: str) -> types.CodeType:
+    """``code`` compiled under :func:`source_filename` (cached by source)."""
+    return _code_object(code, source_filename(code, name))
 
 
 def _register(filename: str, code: str) -> None:
@@ -154,7 +159,7 @@ def exec_source(
     an artifact stores it); the namespace."""
     namespace: dict[str, Any] = {"__builtins__": builtins, "__name__": "stitchgen.generated"}
     namespace.update(extra or {})
-    exec(code_object or _code_object(code, source_filename(code, name)), namespace)
+    exec(code_object or compile_source(code, name), namespace)
     return namespace
 
 

@@ -88,8 +88,8 @@ def lower(
     Inductor's ``call(args)``). ``inline="flatten"`` splices inlined pieces
     into their callers where that is the same program (see ``flatten.py``);
     the default ``"call"`` keeps each as a nested function. The result has
-    already been through
-    the liveness and naming passes, so it is ready to render.
+    already been through the liveness and naming passes, so it is ready to
+    render.
 
     >>> import torch, torch.fx as fx
     >>> gm = fx.symbolic_trace(lambda x: torch.relu(x) + 1)
@@ -107,7 +107,7 @@ def lower(
     if inline not in ("call", "flatten"):
         raise ValueError(f"inline must be 'call' or 'flatten', not {inline!r}")
     formats = name_formats(names)
-    lowerer = _Lowerer(gm, frozenset(opaque), formats)
+    lowerer = _Lowerer(frozenset(opaque), formats)
     entry = lowerer.function(gm, prefix="", name=name)
     if boxed:
         odd = [p.keyword for p in entry.params if p.kind or p.default is not None]
@@ -169,10 +169,7 @@ def is_inlinable(child: Any) -> bool:
 
 
 class _Lowerer:
-    def __init__(
-        self, root: fx.GraphModule, opaque: frozenset[str], formats: Mapping[str, str]
-    ) -> None:
-        self.root = root
+    def __init__(self, opaque: frozenset[str], formats: Mapping[str, str]) -> None:
         self.opaque = opaque
         self.formats = formats
         self.imports: set[str] = set()
@@ -181,8 +178,6 @@ class _Lowerer:
         self.const_decls: list[ConstDecl] = []
         self.submod_index: dict[str, int] = {}
         self.submod_decls: list[SubmodDecl] = []
-        #: defaults for the submodule bindings: the children found on the root
-        self.submod_defaults: dict[str, Any] = {}
         self.inlined: dict[str, Function] = {}
         self.inlined_index: dict[str, int] = {}
         #: qualified_ref answers, by object id (targets repeat a lot)
@@ -255,7 +250,7 @@ class _Lowerer:
         args = tuple(self.arg(a, node, env) for a in node.args)
         kwargs = self.kwargs(node, env)
         if path in self.opaque:
-            callee: Any = self.submod(path, None)
+            callee: Any = self.submod(path)
         else:
             try:
                 child = fetch_attr(gm, target)
@@ -268,7 +263,7 @@ class _Lowerer:
             if is_inlinable(child):
                 callee = self.inline(child, path, node)
             elif callable(child):
-                callee = self.submod(path, child)
+                callee = self.submod(path)
             else:
                 raise CodegenError(f"call_module target {target!r} is not callable", node)
         return Call(node.name, callee, args, kwargs, node=node.name)
@@ -303,13 +298,11 @@ class _Lowerer:
 
     # -- children -------------------------------------------------------
 
-    def submod(self, path: str, default: Any) -> SubmodRef:
+    def submod(self, path: str) -> SubmodRef:
         index = self.submod_index.get(path)
         if index is None:
             index = self.submod_index[path] = len(self.submod_decls)
             self.submod_decls.append(SubmodDecl(self.formats["submod"].format(path=path), path))
-            if default is not None:
-                self.submod_defaults[path] = default
         return SubmodRef(index, self.submod_decls[index].name)
 
     def inline(self, child: fx.GraphModule, path: str, node: fx.Node) -> FunctionRef:
