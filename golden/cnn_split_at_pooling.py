@@ -37,34 +37,6 @@ def bind():
         del relu
         return (max_pool2d,)
 
-    def inlined_submod_2(
-        x,
-        s53,
-        s77,
-        l_self_modules_c2_parameters_weight_,
-        l_self_modules_c2_parameters_bias_,
-    ):
-        del s53, s77
-        conv2d = torch.conv2d(
-            x,
-            l_self_modules_c2_parameters_weight_,
-            l_self_modules_c2_parameters_bias_,
-            (1, 1),
-            (1, 1),
-            (1, 1),
-            1,
-        )
-        del x, l_self_modules_c2_parameters_weight_, l_self_modules_c2_parameters_bias_
-        relu = torch.relu(conv2d)
-        del conv2d
-        return (relu,)
-
-    def inlined_submod_3(relu_1, s53, s77):
-        del s53, s77
-        max_pool2d = torch.nn.functional.max_pool2d(relu_1, 2)
-        del relu_1
-        return (max_pool2d,)
-
     def inlined_submod_4(
         x_1,
         s53,
@@ -116,7 +88,7 @@ def bind():
         del getitem
         getitem_1 = submod_1[0]
         del submod_1
-        submod_2 = inlined_submod_2(
+        submod_2 = inlined_submod_0(
             getitem_1,
             s53,
             s77,
@@ -130,7 +102,7 @@ def bind():
         )
         getitem_2 = submod_2[0]
         del submod_2
-        submod_3 = inlined_submod_3(getitem_2, s53, s77)
+        submod_3 = inlined_submod_1(getitem_2, s53, s77)
         del getitem_2
         getitem_3 = submod_3[0]
         del submod_3

@@ -75,115 +75,6 @@ def bind():
         del arg1_1, getitem
         return (add_tensor_2, getitem_1, getitem_2, add_tensor_1)
 
-    def inlined_submod_3(add_3, getitem_4, getitem_5):
-        attention_default = torch.ops.stitchgen_demo.attention.default(
-            add_3, getitem_4, getitem_5
-        )
-        del add_3, getitem_4, getitem_5
-        return (attention_default,)
-
-    def inlined_submod_4(attention_1, arg7_1, add_2, arg8_1, arg9_1, arg10_1, arg1_1):
-        mm_default = torch.ops.aten.mm.default(attention_1, arg7_1)
-        del attention_1, arg7_1
-        add_tensor = torch.ops.aten.add.Tensor(add_2, mm_default)
-        del add_2, mm_default
-        pow_tensor_scalar = torch.ops.aten.pow.Tensor_Scalar(add_tensor, 2)
-        mean_dim = torch.ops.aten.mean.dim(pow_tensor_scalar, [1], True)
-        del pow_tensor_scalar
-        add__scalar = torch.ops.aten.add_.Scalar(mean_dim, 1.1920928955078125e-07)
-        del mean_dim
-        rsqrt_default = torch.ops.aten.rsqrt.default(add__scalar)
-        del add__scalar
-        mul_tensor = torch.ops.aten.mul.Tensor(add_tensor, rsqrt_default)
-        del rsqrt_default
-        mm_default_1 = torch.ops.aten.mm.default(mul_tensor, arg8_1)
-        del arg8_1, mul_tensor
-        silu_default = torch.ops.aten.silu.default(mm_default_1)
-        del mm_default_1
-        mm_default_2 = torch.ops.aten.mm.default(silu_default, arg9_1)
-        del arg9_1, silu_default
-        add_tensor_1 = torch.ops.aten.add.Tensor(add_tensor, mm_default_2)
-        del add_tensor, mm_default_2
-        pow_tensor_scalar_1 = torch.ops.aten.pow.Tensor_Scalar(add_tensor_1, 2)
-        mean_dim_1 = torch.ops.aten.mean.dim(pow_tensor_scalar_1, [1], True)
-        del pow_tensor_scalar_1
-        add__scalar_1 = torch.ops.aten.add_.Scalar(mean_dim_1, 1.1920928955078125e-07)
-        del mean_dim_1
-        rsqrt_default_1 = torch.ops.aten.rsqrt.default(add__scalar_1)
-        del add__scalar_1
-        mul_tensor_1 = torch.ops.aten.mul.Tensor(add_tensor_1, rsqrt_default_1)
-        del rsqrt_default_1
-        mm_default_3 = torch.ops.aten.mm.default(mul_tensor_1, arg10_1)
-        del arg10_1, mul_tensor_1
-        split_tensor = torch.ops.aten.split.Tensor(mm_default_3, 16, -1)
-        del mm_default_3
-        getitem = split_tensor[0]
-        getitem_1 = split_tensor[1]
-        getitem_2 = split_tensor[2]
-        del split_tensor
-        add_tensor_2 = torch.ops.aten.add.Tensor(getitem, arg1_1)
-        del arg1_1, getitem
-        return (add_tensor_2, getitem_1, getitem_2, add_tensor_1)
-
-    def inlined_submod_5(add_6, getitem_7, getitem_8):
-        attention_default = torch.ops.stitchgen_demo.attention.default(
-            add_6, getitem_7, getitem_8
-        )
-        del add_6, getitem_7, getitem_8
-        return (attention_default,)
-
-    def inlined_submod_6(
-        attention_2, arg11_1, add_5, arg12_1, arg13_1, arg14_1, arg1_1
-    ):
-        mm_default = torch.ops.aten.mm.default(attention_2, arg11_1)
-        del attention_2, arg11_1
-        add_tensor = torch.ops.aten.add.Tensor(add_5, mm_default)
-        del add_5, mm_default
-        pow_tensor_scalar = torch.ops.aten.pow.Tensor_Scalar(add_tensor, 2)
-        mean_dim = torch.ops.aten.mean.dim(pow_tensor_scalar, [1], True)
-        del pow_tensor_scalar
-        add__scalar = torch.ops.aten.add_.Scalar(mean_dim, 1.1920928955078125e-07)
-        del mean_dim
-        rsqrt_default = torch.ops.aten.rsqrt.default(add__scalar)
-        del add__scalar
-        mul_tensor = torch.ops.aten.mul.Tensor(add_tensor, rsqrt_default)
-        del rsqrt_default
-        mm_default_1 = torch.ops.aten.mm.default(mul_tensor, arg12_1)
-        del arg12_1, mul_tensor
-        silu_default = torch.ops.aten.silu.default(mm_default_1)
-        del mm_default_1
-        mm_default_2 = torch.ops.aten.mm.default(silu_default, arg13_1)
-        del arg13_1, silu_default
-        add_tensor_1 = torch.ops.aten.add.Tensor(add_tensor, mm_default_2)
-        del add_tensor, mm_default_2
-        pow_tensor_scalar_1 = torch.ops.aten.pow.Tensor_Scalar(add_tensor_1, 2)
-        mean_dim_1 = torch.ops.aten.mean.dim(pow_tensor_scalar_1, [1], True)
-        del pow_tensor_scalar_1
-        add__scalar_1 = torch.ops.aten.add_.Scalar(mean_dim_1, 1.1920928955078125e-07)
-        del mean_dim_1
-        rsqrt_default_1 = torch.ops.aten.rsqrt.default(add__scalar_1)
-        del add__scalar_1
-        mul_tensor_1 = torch.ops.aten.mul.Tensor(add_tensor_1, rsqrt_default_1)
-        del rsqrt_default_1
-        mm_default_3 = torch.ops.aten.mm.default(mul_tensor_1, arg14_1)
-        del arg14_1, mul_tensor_1
-        split_tensor = torch.ops.aten.split.Tensor(mm_default_3, 16, -1)
-        del mm_default_3
-        getitem = split_tensor[0]
-        getitem_1 = split_tensor[1]
-        getitem_2 = split_tensor[2]
-        del split_tensor
-        add_tensor_2 = torch.ops.aten.add.Tensor(getitem, arg1_1)
-        del arg1_1, getitem
-        return (add_tensor_2, getitem_1, getitem_2, add_tensor_1)
-
-    def inlined_submod_7(add_9, getitem_10, getitem_11):
-        attention_default = torch.ops.stitchgen_demo.attention.default(
-            add_9, getitem_10, getitem_11
-        )
-        del add_9, getitem_10, getitem_11
-        return (attention_default,)
-
     def inlined_submod_8(attention_3, arg15_1, add_8, arg16_1, arg17_1):
         mm_default = torch.ops.aten.mm.default(attention_3, arg15_1)
         del attention_3, arg15_1
@@ -247,11 +138,11 @@ def bind():
         getitem_6 = submod_2[2]
         getitem_7 = submod_2[3]
         del submod_2
-        submod_3 = inlined_submod_3(getitem_4, getitem_5, getitem_6)
+        submod_3 = inlined_submod_1(getitem_4, getitem_5, getitem_6)
         del getitem_4, getitem_5, getitem_6
         getitem_8 = submod_3[0]
         del submod_3
-        submod_4 = inlined_submod_4(
+        submod_4 = inlined_submod_2(
             getitem_8, arg7_1, getitem_7, arg8_1, arg9_1, arg10_1, arg1_1
         )
         del arg7_1, arg8_1, arg9_1, arg10_1, getitem_7, getitem_8
@@ -260,11 +151,11 @@ def bind():
         getitem_11 = submod_4[2]
         getitem_12 = submod_4[3]
         del submod_4
-        submod_5 = inlined_submod_5(getitem_9, getitem_10, getitem_11)
+        submod_5 = inlined_submod_1(getitem_9, getitem_10, getitem_11)
         del getitem_9, getitem_10, getitem_11
         getitem_13 = submod_5[0]
         del submod_5
-        submod_6 = inlined_submod_6(
+        submod_6 = inlined_submod_2(
             getitem_13, arg11_1, getitem_12, arg12_1, arg13_1, arg14_1, arg1_1
         )
         del arg1_1, arg11_1, arg12_1, arg13_1, arg14_1, getitem_12, getitem_13
@@ -273,7 +164,7 @@ def bind():
         getitem_16 = submod_6[2]
         getitem_17 = submod_6[3]
         del submod_6
-        submod_7 = inlined_submod_7(getitem_14, getitem_15, getitem_16)
+        submod_7 = inlined_submod_1(getitem_14, getitem_15, getitem_16)
         del getitem_14, getitem_15, getitem_16
         getitem_18 = submod_7[0]
         del submod_7

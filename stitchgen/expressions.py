@@ -36,7 +36,14 @@ from .ir import (
 )
 from .literals import literal_source
 
-__all__ = ["Code", "Writer", "is_plain_identifier"]
+__all__ = [
+    "Code",
+    "Writer",
+    "comment_source",
+    "dotted_source",
+    "is_plain_identifier",
+    "name_items",
+]
 
 
 class Code(Markup):
@@ -135,9 +142,8 @@ class Writer:
             return ", ".join(self._subscript_item(x) for x in index.items)
         return self._subscript_item(index)
 
-    def arguments_source(self, stmt: Any) -> str:
-        """``a, b, k=v`` for a call; keyword names that are not identifiers go
-        through ``**{...}`` so they stay data."""
+    def argument_items(self, stmt: Any) -> list[str]:
+        """A call's arguments, one source text each (see :meth:`arguments_source`)."""
         parts = [self.source(a) for a in stmt.args]
         odd = []
         for key, value in stmt.kwargs:
@@ -147,16 +153,33 @@ class Writer:
                 odd.append(f"{literal_source(key)}: {self.source(value)}")
         if odd:
             parts.append("**{" + ", ".join(odd) + "}")
-        return ", ".join(parts)
+        return parts
 
-    def params_source(self, params: Sequence[Param]) -> str:
+    def arguments_source(self, stmt: Any) -> str:
+        """``a, b, k=v`` for a call; keyword names that are not identifiers go
+        through ``**{...}`` so they stay data."""
+        return ", ".join(self.argument_items(stmt))
+
+    def param_items(self, params: Sequence[Param]) -> list[str]:
+        """Parameters, one source text each (``x``, ``y=2``, ``*rest``)."""
         out = []
         for p in params:
+            if not is_plain_identifier(p.name):
+                raise ValueError(f"parameter {p.name!r} is not an identifier")
             text = p.kind + p.name
             if p.default is not None:
                 text += "=" + self.source(p.default)
             out.append(text)
-        return ", ".join(out)
+        return out
+
+    def params_source(self, params: Sequence[Param]) -> str:
+        return ", ".join(self.param_items(params))
+
+    def display_items(self, e: Any) -> list[str]:
+        """The items of a tuple, list or dict display, one source text each."""
+        if isinstance(e, DictExpr):
+            return [f"{self.source(k)}: {self.source(v)}" for k, v in e.items]
+        return [self.source(x) for x in e.items]
 
     # -- the filters templates see ------------------------------------------
 
@@ -176,28 +199,43 @@ class Writer:
 
 
 def literal(value: Any) -> Code:
-    """A primitive constant as a Python literal (``'a\\nb'``, ``float('inf')``)."""
+    """A primitive constant as a Python literal (``"a\\nb"``, ``float("inf")``)."""
     return Code(literal_source(value))
 
 
-def names(items: Iterable[Any]) -> Code:
-    """``a, b, c`` from identifiers, or from objects with a ``name``."""
+def name_items(items: Iterable[Any]) -> list[str]:
+    """Identifiers, or the ``name`` of objects that have one, each checked."""
     out = []
     for item in items:
         name = item if isinstance(item, str) else item.name
         if not is_plain_identifier(name):
             raise ValueError(f"{name!r} is not an identifier")
         out.append(name)
-    return Code(", ".join(out))
+    return out
+
+
+def names(items: Iterable[Any]) -> Code:
+    """``a, b, c`` from identifiers, or from objects with a ``name``."""
+    return Code(", ".join(name_items(items)))
+
+
+def dotted_source(name: str) -> str:
+    """A dotted module or attribute path, checked atom by atom."""
+    if not all(is_plain_identifier(atom) for atom in name.split(".")):
+        raise ValueError(f"{name!r} is not a dotted name")
+    return name
 
 
 def dotted(name: str) -> Code:
     """A dotted module or attribute path, checked atom by atom."""
-    if not all(is_plain_identifier(atom) for atom in name.split(".")):
-        raise ValueError(f"{name!r} is not a dotted name")
-    return Code(name)
+    return Code(dotted_source(name))
+
+
+def comment_source(text: Any) -> str:
+    """``text`` made safe for a one-line comment (newlines and controls escaped)."""
+    return repr(str(text))[1:-1]
 
 
 def comment(text: Any) -> Code:
     """``text`` made safe for a one-line comment (newlines and controls escaped)."""
-    return Code(repr(str(text))[1:-1])
+    return Code(comment_source(text))

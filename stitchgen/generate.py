@@ -12,6 +12,7 @@ from typing import Any
 
 import torch.fx as fx
 
+from . import collector
 from .ir import Program
 from .load import load
 from .lower import fetch_attr, lower
@@ -82,6 +83,19 @@ def generate(
     templates = resolve_templates(templates, template_dirs)
     if boxed and templates.convention != "closure":
         raise ValueError(f"boxed inputs are not part of the {templates.convention} convention")
+    with collector.paused():  # see collector.py: no full collection on our account
+        return _generate(gm, name, format, templates, opaque, boxed, inline)
+
+
+def _generate(
+    gm: fx.GraphModule,
+    name: str,
+    format: bool,
+    templates: Templates,
+    opaque: Sequence[str],
+    boxed: bool,
+    inline: str,
+) -> Generated:
     program = lower(
         gm,
         name=name,
@@ -122,5 +136,8 @@ def compile(
     """
     submods = dict(submods or {})
     generate_options.setdefault("format", False)
-    generated = generate(gm, opaque=tuple(submods), **generate_options)
-    return load(generated, submods)
+    with collector.paused():
+        generated = generate(gm, opaque=tuple(submods), **generate_options)
+        fn = load(generated, submods)
+        del generated  # the IR is freed while the collector is still off
+    return fn

@@ -17,7 +17,7 @@ from __future__ import annotations
 import base64
 import dataclasses
 import math
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
@@ -282,23 +282,30 @@ class Program:
 # traversal helpers
 
 
-def expr_names(expr: Any) -> Iterator[str]:
+def expr_names(expr: Any) -> list[str]:
     """Local names read by an expression or callee, in source order."""
-    if isinstance(expr, Name):
-        yield expr.id
-    elif isinstance(expr, (TupleExpr, ListExpr)):
+    out: list[str] = []
+    _collect_names(expr, out)
+    return out
+
+
+def _collect_names(expr: Any, out: list[str]) -> None:
+    kind = type(expr)
+    if kind is Name:
+        out.append(expr.id)
+    elif kind is TupleExpr or kind is ListExpr:
         for item in expr.items:
-            yield from expr_names(item)
-    elif isinstance(expr, DictExpr):
+            _collect_names(item, out)
+    elif kind is DictExpr:
         for key, value in expr.items:
-            yield from expr_names(key)
-            yield from expr_names(value)
-    elif isinstance(expr, SliceExpr):
-        yield from expr_names(expr.start)
-        yield from expr_names(expr.stop)
-        yield from expr_names(expr.step)
-    elif isinstance(expr, MethodRef):
-        yield from expr_names(expr.receiver)
+            _collect_names(key, out)
+            _collect_names(value, out)
+    elif kind is SliceExpr:
+        _collect_names(expr.start, out)
+        _collect_names(expr.stop, out)
+        _collect_names(expr.step, out)
+    elif kind is MethodRef:
+        _collect_names(expr.receiver, out)
 
 
 def map_expr(expr: Any, leaf: Callable[[Any], Any]) -> Any:
@@ -321,21 +328,25 @@ def map_expr(expr: Any, leaf: Callable[[Any], Any]) -> Any:
     return leaf(expr)
 
 
-def reads(stmt: Stmt) -> Iterator[str]:
+def reads(stmt: Stmt) -> list[str]:
     """Local names a statement reads, in source order (repeats possible)."""
-    if isinstance(stmt, Assign):
-        yield from expr_names(stmt.value)
-    elif isinstance(stmt, Call):
-        yield from expr_names(stmt.callee)
+    out: list[str] = []
+    kind = type(stmt)
+    if kind is Call:
+        _collect_names(stmt.callee, out)
         for arg in stmt.args:
-            yield from expr_names(arg)
+            if type(arg) is Name:  # the common case, without a call
+                out.append(arg.id)
+            else:
+                _collect_names(arg, out)
         for _, value in stmt.kwargs:
-            yield from expr_names(value)
-    elif isinstance(stmt, GetItem):
-        yield from expr_names(stmt.obj)
-        yield from expr_names(stmt.index)
-    elif isinstance(stmt, Return):
-        yield from expr_names(stmt.value)
+            _collect_names(value, out)
+    elif kind is GetItem:
+        _collect_names(stmt.obj, out)
+        _collect_names(stmt.index, out)
+    elif kind is Assign or kind is Return:
+        _collect_names(stmt.value, out)
+    return out
 
 
 def defines(stmt: Stmt) -> str | None:

@@ -4,8 +4,9 @@ Three answers, decided here and nowhere else:
 
 * a primitive (``None``, bool, int, float, complex, str, bytes, ``...``) is
   written inline by :func:`literal_source`, built on ``repr`` (never a
-  hand-rolled escape), with ``float('inf')``-style spellings for non-finite
-  numbers — a string is always data, never code;
+  hand-rolled escape), with ``float("inf")``-style spellings for non-finite
+  numbers and black's spelling where it is the same literal (double quotes,
+  ``1e300``) — a string is always data, never code;
 * an object reachable by an exact qualified name (``torch.float32``,
   ``torch.ops.aten.mm.default``, ``operator.add``, an enum member) is written
   as that name — :func:`qualified_ref` verifies that the name resolves to the
@@ -37,17 +38,41 @@ def is_primitive(value: Any) -> bool:
 
 def _float_source(value: float) -> str:
     if math.isnan(value):
-        return "float('nan')"
+        return 'float("nan")'
     if math.isinf(value):
-        return "float('inf')" if value > 0 else "-float('inf')"
-    return repr(value)
+        return 'float("inf")' if value > 0 else '-float("inf")'
+    return repr(value).replace("e+", "e")  # 1e300, as black spells it
+
+
+def _quoted_source(value: str | bytes) -> str:
+    """``repr``, requoted with double quotes unless that needs more escapes
+    (black's rule, so formatted code keeps the spelling)."""
+    text = repr(value)
+    start = 2 if type(value) is bytes else 1
+    if text[start - 1] == '"':
+        return text  # repr chose double quotes: the text has a ' and no "
+    body = text[start:-1]
+    if body.count('"') > body.count("\\'"):
+        return text  # double quotes would need more escapes than there are now
+    out = []
+    i = 0
+    while i < len(body):
+        char = body[i]
+        if char == "\\":
+            pair = body[i : i + 2]
+            out.append("'" if pair == "\\'" else pair)
+            i += 2
+            continue
+        out.append('\\"' if char == '"' else char)
+        i += 1
+    return f'{text[: start - 1]}"{"".join(out)}"'
 
 
 def literal_source(value: Any) -> str:
     """Python source that evaluates to ``value`` (a primitive).
 
-    >>> literal_source(float("-inf")), literal_source("a'\\n")
-    ("-float('inf')", '"a\\'\\\\n"')
+    >>> print(literal_source(float("-inf")), literal_source("a'\\n"), literal_source("b"))
+    -float("inf") "a'\\n" "b"
     """
     kind = type(value)
     if kind is float:
@@ -57,6 +82,8 @@ def literal_source(value: Any) -> str:
         return f"complex({_float_source(value.real)}, {_float_source(value.imag)})"
     if value is Ellipsis:
         return "..."
+    if kind is str or kind is bytes:
+        return _quoted_source(value)
     if kind in PRIMITIVE_TYPES:
         # None, bool, int, str, bytes: repr is an exact, inert literal.
         return repr(value)

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from .ir import Del, Function, Program, Return, Stmt, defines, reads
+from .ir import Del, Function, Program, Return, Stmt, reads
 
 __all__ = ["insert_dels"]
 
@@ -29,7 +29,7 @@ def insert_dels(program: Program) -> Program:
 
 
 def _function(fn: Function) -> Function:
-    body = [stmt for stmt in fn.body if not isinstance(stmt, Del)]
+    body = [stmt for stmt in fn.body if type(stmt) is not Del]
     order: dict[str, int] = {}  # name -> definition order
     position: dict[str, int] = {}  # name -> index of the statement after which it dies
     for param in fn.params:
@@ -37,24 +37,32 @@ def _function(fn: Function) -> Function:
         position[param.name] = -1
     keep: set[str] = set()
     for i, stmt in enumerate(body):
-        if isinstance(stmt, Return):
+        if type(stmt) is Return:
             keep.update(reads(stmt))
             continue
         for name in reads(stmt):
             position[name] = i
-        target = defines(stmt)
+        target = getattr(stmt, "target", None)
         if target is not None:
-            order.setdefault(target, len(order))
-            position.setdefault(target, i)
+            if target not in order:
+                order[target] = len(order)
+            if target not in position:
+                position[target] = i
     dies_after: dict[int, list[str]] = {}
     for name, index in position.items():
         if name not in keep and name in order:
-            dies_after.setdefault(index, []).append(name)
+            dies = dies_after.get(index)
+            if dies is None:
+                dies_after[index] = [name]
+            else:
+                dies.append(name)
+    key = order.__getitem__
     out: list[Stmt] = []
     if -1 in dies_after:
-        out.append(Del(tuple(sorted(dies_after[-1], key=order.__getitem__))))
+        out.append(Del(tuple(sorted(dies_after[-1], key=key))))
     for i, stmt in enumerate(body):
         out.append(stmt)
-        if i in dies_after:
-            out.append(Del(tuple(sorted(dies_after[i], key=order.__getitem__))))
+        dies = dies_after.get(i)
+        if dies is not None:
+            out.append(Del(tuple(sorted(dies, key=key)) if len(dies) > 1 else (dies[0],)))
     return dataclasses.replace(fn, body=tuple(out))

@@ -51,7 +51,7 @@ from .ir import (
 )
 from .literals import is_primitive, qualified_ref
 
-__all__ = ["NAME_FORMATS", "fetch_attr", "is_inlinable", "lower", "name_formats"]
+__all__ = ["NAME_FORMATS", "fetch_attr", "fingerprint", "is_inlinable", "lower", "name_formats"]
 
 #: how helpers and bindings are named before the naming pass makes the names
 #: valid and unique; override any of them with ``lower(..., names=...)``
@@ -62,6 +62,7 @@ NAME_FORMATS = {
     "const": "const_{hint}",
 }
 
+_Node = fx.Node
 _LISTS = (list, immutable_list)
 _DICTS = (dict, immutable_dict)
 
@@ -128,7 +129,7 @@ def lower(
         imports=tuple(sorted(lowerer.imports)),
         submods=tuple(lowerer.submod_decls),
         consts=tuple(lowerer.const_decls),
-        functions=(*lowerer.inlined.values(), entry),
+        functions=(*lowerer.functions, entry),
         reserved=tuple(sorted(set(reserve))),
         const_values=tuple(lowerer.const_values),
     )
@@ -178,8 +179,13 @@ class _Lowerer:
         self.const_decls: list[ConstDecl] = []
         self.submod_index: dict[str, int] = {}
         self.submod_decls: list[SubmodDecl] = []
+        #: inlined children by qualified name; twins share one Function
         self.inlined: dict[str, Function] = {}
         self.inlined_index: dict[str, int] = {}
+        self.functions: list[Function] = []  # the distinct inlined functions, in order
+        self.twins: dict[tuple[Any, ...], str] = {}  # fingerprint -> first path lowered
+        #: for a child sharing its twin's function: its keywords -> the twin's
+        self.keywords: dict[str, dict[str, str]] = {}
         #: qualified_ref answers, by object id (targets repeat a lot)
         self.named: dict[int, tuple[Any, GlobalRef | None]] = {}
         self._in_progress: list[int] = []
@@ -226,7 +232,10 @@ class _Lowerer:
         return Function(name, tuple(params), tuple(body), origin=prefix.rstrip("."))
 
     def placeholder(self, node: fx.Node, env: dict[fx.Node, Expr]) -> Param:
-        target = str(node.target)
+        target = node.target
+        if type(target) is str and not node.args and target[:1] != "*":
+            return Param(node.name, None, "", target)  # the common case
+        target = str(target)
         kind = "**" if target.startswith("**") else "*" if target.startswith("*") else ""
         default = self.arg(node.args[0], node, env) if node.args else None
         return Param(node.name, default, kind, keyword=target[len(kind) :])
@@ -262,6 +271,9 @@ class _Lowerer:
                 ) from None
             if is_inlinable(child):
                 callee = self.inline(child, path, node)
+                renamed = self.keywords.get(path)
+                if renamed and kwargs:
+                    kwargs = tuple((renamed.get(k, k), v) for k, v in kwargs)
             elif callable(child):
                 callee = self.submod(path)
             else:
@@ -276,8 +288,10 @@ class _Lowerer:
         if not callable(target):
             raise CodegenError("call_function target is not callable", node)
         callee = self.callable(target)
-        args = tuple(self.arg(a, node, env) for a in node.args)
-        return Call(node.name, callee, args, self.kwargs(node, env), node=node.name)
+        arg = self.arg
+        args = tuple([(type(a) is _Node and env.get(a)) or arg(a, node, env) for a in node.args])
+        kwargs = self.kwargs(node, env) if node.kwargs else ()
+        return Call(node.name, callee, args, kwargs, node.name)
 
     def call_method(self, node: fx.Node, env: dict[fx.Node, Expr]) -> Call:
         if not isinstance(node.target, str) or not node.args:
@@ -307,34 +321,52 @@ class _Lowerer:
 
     def inline(self, child: fx.GraphModule, path: str, node: fx.Node) -> FunctionRef:
         if path not in self.inlined:
-            if id(child) in self._in_progress:
-                raise CodegenError(f"GraphModule {path!r} calls itself", node)
-            self._in_progress.append(id(child))
-            try:
-                name = self.formats["inlined"].format(path=path)
-                fn = self.function(child, prefix=path + ".", name=name)
-            finally:
-                self._in_progress.pop()
-            self.inlined_index[path] = len(self.inlined)
-            self.inlined[path] = fn
+            key = fingerprint(child)
+            twin = self.twins.get(key) if key is not None else None
+            if twin is not None:  # the same graph as a piece already lowered: share it
+                self.inlined_index[path] = self.inlined_index[twin]
+                self.inlined[path] = fn = self.inlined[twin]
+                mine = [str(n.target).lstrip("*") for n in child.graph.find_nodes(op="placeholder")]
+                self.keywords[path] = dict(zip(mine, (p.keyword for p in fn.params), strict=True))
+            else:
+                fn = self.lower_child(child, path, node)
+                self.inlined_index[path] = len(self.functions)
+                self.functions.append(fn)
+                self.inlined[path] = fn
+                if key is not None:
+                    self.twins[key] = path
         return FunctionRef(self.inlined_index[path], self.inlined[path].name)
+
+    def lower_child(self, child: fx.GraphModule, path: str, node: fx.Node) -> Function:
+        if id(child) in self._in_progress:
+            raise CodegenError(f"GraphModule {path!r} calls itself", node)
+        self._in_progress.append(id(child))
+        try:
+            name = self.formats["inlined"].format(path=path)
+            return self.function(child, prefix=path + ".", name=name)
+        finally:
+            self._in_progress.pop()
 
     # -- values ---------------------------------------------------------
 
     def callable(self, target: Callable[..., Any]) -> GlobalRef | ConstRef:
+        known = self.named.get(id(target))
+        if known is not None and known[1] is not None:
+            return known[1]  # the common case: an op seen before, by name
         return self.constant(target, getattr(target, "__name__", None) or type(target).__name__)
 
     def constant(self, value: Any, hint: str) -> GlobalRef | ConstRef:
         """An exact qualified name for ``value``, else a lifted binding."""
         key = id(value)
-        if key in self.named:
-            ref = self.named[key][1]
+        known = self.named.get(key)
+        if known is not None:
+            ref = known[1]
         else:
             ref = qualified_ref(value)
             self.named[key] = (value, ref)  # holds value: its id stays unique
-        if ref is not None:
-            if ref.module != "builtins":
+            if ref is not None and ref.module != "builtins":
                 self.imports.add(ref.module)
+        if ref is not None:
             return ref
         return self.lift(value, hint)
 
@@ -349,13 +381,15 @@ class _Lowerer:
 
     def arg(self, a: Any, node: fx.Node, env: dict[fx.Node, Expr]) -> Expr:
         """An FX argument (any nesting of nodes, containers and constants)."""
+        kind = type(a)
+        if kind is int or kind is float or kind is bool:
+            return Literal(a)
         if isinstance(a, fx.Node):
             expr = env.get(a)
             if expr is None:
                 where = "another graph" if a.graph is not node.graph else "later in the graph"
                 raise CodegenError(f"uses node {a.name!r} from {where}", node)
             return expr
-        kind = type(a)
         if kind in _LISTS:
             return ListExpr(tuple(self.arg(x, node, env) for x in a))
         if kind is tuple:
@@ -411,3 +445,53 @@ def _describe(value: Any) -> str:
     if callable(value) and isinstance(name, str):
         return f"{type(value).__name__} {name}"
     return f"{type(value).__module__}.{type(value).__qualname__} object"
+
+
+def fingerprint(gm: fx.GraphModule) -> tuple[Any, ...] | None:
+    """A key equal for two graphs that lower to the same function up to the
+    names of their parameters: the same ops on the same targets (by
+    identity), the same constants (primitives by type and spelling, other
+    objects by identity), wired the same way. A decoder's layers are such
+    twins; they share one generated function, so the emitted source — and
+    ``compile()``'s time, which follows its size — does not grow with the
+    layer count. None for a graph that calls modules (its children are
+    resolved by their paths, which differ)."""
+    index: dict[fx.Node, int] = {}
+    parts: list[Any] = []
+    for node in gm.graph.nodes:
+        op = node.op
+        if op == "call_module":
+            return None
+        if op == "get_attr":
+            try:
+                value = fetch_attr(gm, str(node.target))
+            except AttributeError:
+                return None
+            part: Any = (op, _value_key(value, index))
+        elif op == "placeholder":
+            target = str(node.target)
+            part = (op, len(target) - len(target.lstrip("*")), _value_key(node.args, index))
+        else:
+            target = node.target if op == "call_method" else id(node.target)
+            part = (op, target, _value_key(node.args, index), _value_key(node.kwargs, index))
+        index[node] = len(index)
+        parts.append(part)
+    return tuple(parts)
+
+
+def _value_key(value: Any, index: dict[fx.Node, int]) -> Any:
+    kind = type(value)
+    if kind is _Node:
+        return ("node", index.get(value, -1))
+    if kind is tuple or kind in _LISTS:
+        return (kind, tuple([_value_key(x, index) for x in value]))
+    if kind in _DICTS:
+        return (
+            kind,
+            tuple([(_value_key(k, index), _value_key(v, index)) for k, v in value.items()]),
+        )
+    if kind is slice:
+        return (kind, _value_key((value.start, value.stop, value.step), index))
+    if is_primitive(value):
+        return (kind, repr(value))
+    return ("object", id(value))

@@ -79,6 +79,10 @@ class Namespace:
         return name in self._taken
 
     def create(self, hint: str) -> str:
+        taken = self._taken
+        if hint not in taken and hint.isascii() and hint.isidentifier():
+            taken.add(hint)  # the common case: an FX name, free
+            return hint
         base = sanitize(hint)
         name = base
         while name in self._taken:
@@ -119,8 +123,8 @@ def assign_names(program: Program) -> Program:
         names: dict[str, str] = {}
         params = []
         for p in fn.params:
-            names[p.name] = ns.create(p.keyword or p.name)
-            params.append(dataclasses.replace(p, name=names[p.name]))
+            new = names[p.name] = ns.create(p.keyword or p.name)
+            params.append(p if new == p.name else dataclasses.replace(p, name=new))
         local_scopes.append((ns, names, tuple(params)))
         keywords[fn_names.get(fn.name, fn.name)] = {
             p.keyword: new.name for p, new in zip(fn.params, params, strict=True) if p.keyword

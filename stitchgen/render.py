@@ -8,11 +8,15 @@ original and call ``super()`` — and which extra filters and globals they may
 use. Each ``Templates`` builds its Jinja environment once, in the one factory
 here; plain ``template_dirs`` share cached ``Templates``.
 
-Safety: the environment autoescapes with a ``finalize`` that lets through only
-:class:`~stitchgen.expressions.Code` (what our filters return), template text,
-identifiers and ints. A template that prints a raw constant fails with a
-:class:`~stitchgen.errors.TemplateError` naming its file and line; it can
-never turn a string constant into code.
+Safety: the environment (``environment.py``) autoescapes with a ``finalize``
+that lets through only :class:`~stitchgen.expressions.Code` (what our filters
+return), template text, identifiers and ints. A template that prints a raw
+constant fails with a :class:`~stitchgen.errors.TemplateError` naming its file
+and line; it can never turn a string constant into code.
+
+Fast path: where the built-in templates are in effect, ``emitter.py`` writes
+their output without Jinja (and in black's layout when formatting is asked),
+so neither Jinja nor black costs anything on the common path.
 """
 
 from __future__ import annotations
@@ -21,21 +25,22 @@ import dataclasses
 import functools
 import os
 import threading
-import traceback
 from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import jinja2
-from markupsafe import Markup
-
+from .emitter import emit
 from .errors import TemplateError
 from .expressions import Code, Writer
 from .ir import Program
+from .layout import Unsure
 from .lower import name_formats
+
+if TYPE_CHECKING:
+    import jinja2
 
 __all__ = [
     "ENTRY_TEMPLATE",
@@ -49,6 +54,8 @@ __all__ = [
 ]
 
 ENTRY_TEMPLATE = "module.py.j2"
+#: the files the built-in templates consist of; a directory that has one overrides it
+_BUILTIN_FILES = (ENTRY_TEMPLATE, "function.py.j2")
 
 
 def templates_dir() -> Path:
@@ -86,10 +93,6 @@ VARIANTS: Mapping[str, Variant] = MappingProxyType(
 )
 
 
-class _RawOutput(Exception):
-    pass
-
-
 class _Key:
     """A render-cache key whose (deep, costly) hash is computed once."""
 
@@ -109,34 +112,6 @@ class _Key:
             and self.stamp == other.stamp
             and self.program == other.program
         )
-
-
-class _Context(jinja2.runtime.Context):
-    """Jinja's context, minus a copy: a scoped block (one per statement here)
-    derives a context, and Jinja copies the whole block table each time.
-    The table is never changed once rendering runs, so derived contexts share it."""
-
-    def derived(self, locals: dict[str, Any] | None = None) -> jinja2.runtime.Context:
-        context = jinja2.runtime.new_context(
-            self.environment, self.name, {}, self.get_all(), True, None, locals
-        )
-        context.eval_ctx = self.eval_ctx
-        context.blocks = self.blocks
-        return context
-
-
-def _finalize(value: Any) -> Any:
-    """Let through Code and template text (Markup), identifiers and ints."""
-    if isinstance(value, Markup):
-        return value
-    if type(value) is int or type(value) is bool:
-        return Markup(value)
-    if isinstance(value, str) and value.isascii() and value.isidentifier():
-        return Markup(value)
-    raise _RawOutput(
-        f"the template printed a raw {type(value).__name__} ({str(value)[:40]!r}); "
-        "print values through stitchgen's filters (expr, literal, names, comment, ...)"
-    )
 
 
 class Templates:
@@ -214,50 +189,62 @@ class Templates:
         return self._env
 
     def _build(self) -> jinja2.Environment:
+        from .environment import build_environment  # Jinja is imported on first use
+
         builtin = templates_dir()
         search = list(self.dirs)
         variant = VARIANTS[self.variant] if self.variant else Variant()
         if self.variant:
             search.append(str(builtin / "variants" / self.variant))
-        base = jinja2.FileSystemLoader(str(builtin))
-        loaders: list[jinja2.BaseLoader] = []
-        if search:
-            loaders.append(jinja2.FileSystemLoader(search))
-        loaders += [jinja2.PrefixLoader({"stitchgen": base}), base]
-        env = jinja2.Environment(
-            loader=jinja2.ChoiceLoader(loaders),
-            undefined=jinja2.StrictUndefined,
-            autoescape=True,
-            finalize=_finalize,
-            trim_blocks=True,
-            lstrip_blocks=True,
-            keep_trailing_newline=True,
-            auto_reload=True,  # a few stat() calls per render; edited templates are seen
-            cache_size=-1,
+        filters = {**Writer.for_refs(variant.refs).filters(), **self.filters}
+        return build_environment(builtin, search, filters, self.globals)
+
+    @property
+    def builtin_in_effect(self) -> bool:
+        """Do the built-in templates render, unchanged? True without a
+        variant and where no directory in ``dirs`` has a ``module.py.j2`` or
+        ``function.py.j2`` (the files the built-ins load); then rendering
+        takes the fast path (:mod:`stitchgen.emitter`), which writes the same
+        text without Jinja. Checked at every render, so a file added later
+        is seen."""
+        if self.variant is not None:
+            return False
+        return not any(
+            os.path.isfile(os.path.join(d, name)) for d in self.dirs for name in _BUILTIN_FILES
         )
-        env.context_class = _Context
-        env.filters.update(Writer.for_refs(variant.refs).filters())
-        env.filters.update(self.filters)
-        env.globals.update(self.globals)
-        return env
 
-    def render(self, program: Program) -> str:
-        """Unformatted source for ``program``.
+    def render(self, program: Program, *, format: bool = False) -> str:
+        """Source for ``program``; ``format=True`` gives black's formatting.
 
-        Results are cached (the last 16 programs), keyed by the program —
-        without its constant objects, which the cache never holds — and by
-        the modification times of the files in ``dirs``, so an edited
-        template is seen."""
+        With the built-in templates in effect this is the fast path: no
+        Jinja, and with ``format=True`` no black run either — the code is
+        written in black's layout (black runs only for a line shape the
+        layout does not know). Otherwise the templates render through Jinja
+        (cached: the last 16 programs, keyed by the program — without its
+        constant objects, which the cache never holds — and by the
+        modification times of the files in ``dirs``, so an edited template
+        is seen), then black formats the result if asked."""
+        if self.builtin_in_effect:
+            try:
+                return emit(program, black=format)
+            except Unsure:
+                return _formatted(emit(program))
+        source = self._render_templates(program)
+        return _formatted(source) if format else source
+
+    def _render_templates(self, program: Program) -> str:
         key = _Key(dataclasses.replace(program, const_values=()), self._stamp())
         with self._lock:
             cached = self._rendered.pop(key, None)
             if cached is not None:
                 self._rendered[key] = cached  # now the most recent
                 return cached
+        from .environment import template_error
+
         try:
             source = self.environment.get_template(ENTRY_TEMPLATE).render(program=program)
         except Exception as exc:
-            raise _template_error(exc) from exc
+            raise template_error(exc) from exc
         with self._lock:
             self._rendered[key] = source
             while len(self._rendered) > 16:
@@ -296,21 +283,15 @@ def resolve_templates(
     return _shared(dirs, templates)
 
 
-def _template_error(exc: BaseException) -> TemplateError:
-    if isinstance(exc, TemplateError):
-        return exc
-    name = getattr(exc, "filename", None) or getattr(exc, "name", None)
-    line = getattr(exc, "lineno", None)
-    if name is None or line is None:
-        # runtime errors: Jinja rewrites the traceback so template frames
-        # carry the template's file and line
-        for frame in reversed(traceback.extract_tb(exc.__traceback__)):
-            if frame.filename.endswith(".j2"):
-                name, line = frame.filename, frame.lineno
-                break
-    where = f"{name}:{line}" if name else "template"
-    kind = "unsafe output" if isinstance(exc, _RawOutput) else type(exc).__name__
-    return TemplateError(f"{where}: {kind}: {exc}", template=name, lineno=line)
+def _formatted(source: str) -> str:
+    from .formatting import format_source
+
+    try:
+        return format_source(source)
+    except Exception as exc:  # black.InvalidInput and friends
+        raise TemplateError(
+            f"the rendered source is not valid Python (black: {exc}); check the templates in use"
+        ) from exc
 
 
 def render(
@@ -320,22 +301,11 @@ def render(
     template_dirs: Sequence[str | os.PathLike[str]] = (),
     templates: Templates | str | None = None,
 ) -> str:
-    """Python source for ``program``; ``format=True`` runs black on it.
+    """Python source for ``program``; ``format=True`` gives it black's formatting.
 
     >>> import torch.fx as fx, stitchgen
     >>> gm = fx.symbolic_trace(lambda x: x + 1)
     >>> print(stitchgen.render(stitchgen.lower(gm), format=False))  # doctest: +ELLIPSIS
     # Generated by stitchgen...
     """
-    source = resolve_templates(templates, template_dirs).render(program)
-    if format:
-        from .formatting import format_source
-
-        try:
-            source = format_source(source)
-        except Exception as exc:  # black.InvalidInput and friends
-            raise TemplateError(
-                f"the rendered source is not valid Python (black: {exc}); "
-                "check the templates in use"
-            ) from exc
-    return source
+    return resolve_templates(templates, template_dirs).render(program, format=format)

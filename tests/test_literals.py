@@ -44,10 +44,10 @@ def test_literal_source_evaluates_to_the_same_value(value):
 @pytest.mark.parametrize(
     "value, source",
     [
-        (math.inf, "float('inf')"),
-        (-math.inf, "-float('inf')"),
-        (math.nan, "float('nan')"),
-        (complex(math.inf, 1), "complex(float('inf'), 1.0)"),
+        (math.inf, 'float("inf")'),
+        (-math.inf, '-float("inf")'),
+        (math.nan, 'float("nan")'),
+        (complex(math.inf, 1), 'complex(float("inf"), 1.0)'),
         (complex(0.0, -0.0), "complex(0.0, -0.0)"),  # repr would say "-0j": a different value
         (Ellipsis, "..."),
     ],

@@ -98,13 +98,16 @@ def test_a_template_that_renders_invalid_python_is_a_template_error(tmp_path):
         stitchgen.generate(fx.symbolic_trace(lambda x: x), template_dirs=[tmp_path])
 
 
-def test_rendered_source_is_cached_without_holding_constants():
+def test_rendered_source_is_cached_without_holding_constants(tmp_path):
     import gc
     import weakref
 
     import torch
 
-    templates = Templates()
+    # a template of the user's: rendered through Jinja, whose results are cached
+    (tmp_path / "module.py.j2").write_text('{% extends "stitchgen/module.py.j2" %}')
+    templates = Templates(tmp_path)
+    assert not templates.builtin_in_effect
     table = torch.arange(3.0)
     ref = weakref.ref(table)
     graph = fx.Graph()

@@ -1,0 +1,295 @@
+"""The fast path: the built-in templates' text written without Jinja, and in
+black's layout without black. Jinja and black are the judges: every golden
+case, every fuzzed graph and every random IR program must come out the same
+both ways."""
+
+import ast
+import gc
+import os
+import subprocess
+import sys
+import textwrap
+
+import black
+import pytest
+import torch
+import torch.fx as fx
+from golden_cases import CASES
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from stitching_graphs import stitching_graphs
+
+import stitchgen
+from stitchgen import TemplateError, Templates, ir
+from stitchgen.emitter import emit
+from stitchgen.layout import LINE_LENGTH, Unsure
+
+MODE = black.Mode()
+FUZZ = settings(
+    max_examples=int(os.environ.get("STITCHGEN_FUZZ_EXAMPLES", "150")),
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
+
+
+@pytest.fixture(scope="module")
+def through_jinja(tmp_path_factory):
+    """The built-in templates, rendered by Jinja: a directory whose
+    module.py.j2 only extends the built-in one."""
+    path = tmp_path_factory.mktemp("jinja")
+    (path / "module.py.j2").write_text('{% extends "stitchgen/module.py.j2" %}\n')
+    templates = Templates(path)
+    assert not templates.builtin_in_effect
+    return templates
+
+
+def assert_both_paths_agree(program, through_jinja):
+    raw = stitchgen.render(program, format=False, templates=through_jinja)
+    assert emit(program) == raw
+    assert stitchgen.render(program, format=False) == raw
+    formatted = black.format_str(raw, mode=MODE)
+    assert stitchgen.render(program, format=True) == formatted
+    try:
+        laid_out = emit(program, black=True)
+    except Unsure:
+        return False
+    assert laid_out == formatted
+    return True
+
+
+def programs_of_corpus():
+    for name, build in sorted(CASES.items()):
+        case = build("cpu")
+        for inline in ("call", "flatten"):
+            for boxed in (False, True):
+                yield (
+                    f"{name}-{inline}-{'boxed' if boxed else 'plain'}",
+                    stitchgen.lower(
+                        case.gm, opaque=tuple(case.submods), inline=inline, boxed=boxed
+                    ),
+                )
+
+
+def test_the_golden_corpus_renders_the_same_on_both_paths(through_jinja):
+    laid_out = [
+        key
+        for key, program in programs_of_corpus()
+        if assert_both_paths_agree(program, through_jinja)
+    ]
+    assert len(laid_out) >= 3 * len(CASES)  # the layout knows nearly every case
+
+
+@FUZZ
+@given(stitching_graphs(), st.sampled_from(["call", "flatten"]), st.booleans())
+def test_fuzzed_graphs_render_the_same_on_both_paths(through_jinja, drawn, inline, boxed):
+    program = stitchgen.lower(drawn.gm, inline=inline, boxed=boxed)
+    assert_both_paths_agree(program, through_jinja)
+
+
+# -- random IR programs with long lines, to hold the layout to black ---------
+
+IDENTS = st.text("abcdefghijklmnopqrstuvwxyz_", min_size=1, max_size=30).map(lambda s: "v" + s)
+LITERALS = st.sampled_from([0, -3, 2.5, 1e300, None, True, "s", "it's", "a\"b'c", b"x"]).map(
+    ir.Literal
+)
+
+
+def expressions(depth=2):
+    leaf = st.one_of(IDENTS.map(ir.Name), LITERALS, st.just(ir.GlobalRef("torch", "float32")))
+    if depth == 0:
+        return leaf
+    inner = expressions(depth - 1)
+    return st.one_of(
+        leaf,
+        leaf,
+        st.lists(inner, max_size=6).map(lambda xs: ir.TupleExpr(tuple(xs))),
+        st.lists(inner, max_size=6).map(lambda xs: ir.ListExpr(tuple(xs))),
+        st.lists(st.tuples(LITERALS, inner), max_size=3).map(lambda xs: ir.DictExpr(tuple(xs))),
+    )
+
+
+CALLEES = st.one_of(
+    st.just(ir.GlobalRef("torch", "ops.aten.convolution_backward.default")),
+    IDENTS.map(lambda n: ir.FunctionRef(0, n)),
+    IDENTS.map(lambda n: ir.MethodRef(ir.Name(n), "view")),
+)
+
+STATEMENTS = st.one_of(
+    st.builds(
+        ir.Call,
+        IDENTS,
+        CALLEES,
+        st.lists(expressions(1), max_size=12).map(tuple),
+        st.lists(st.tuples(IDENTS, expressions(1)), max_size=3).map(tuple),
+    ),
+    st.builds(ir.GetItem, IDENTS, IDENTS.map(ir.Name), st.integers(-3, 3).map(ir.Literal)),
+    st.builds(ir.Assign, IDENTS, expressions()),
+    st.builds(ir.Del, st.lists(IDENTS, min_size=1, max_size=14).map(tuple)),
+)
+
+
+@st.composite
+def programs(draw):
+    params = tuple(ir.Param(n) for n in draw(st.lists(IDENTS, max_size=14, unique=True)))
+    body = (*draw(st.lists(STATEMENTS, max_size=8)), ir.Return(draw(expressions())))
+    box = draw(st.sampled_from(["", "", "args"]))
+    entry = ir.Function("execution_fn", params, body, box=box)
+    consts = tuple(ir.ConstDecl(n, "a constant") for n in draw(st.lists(IDENTS, max_size=10)))
+    return ir.Program("execution_fn", "bind", ("torch",), (), consts, (entry,))
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(programs())
+def test_the_layout_is_black_on_long_lines(program):
+    raw = emit(program)
+    ast.parse(raw)
+    try:
+        laid_out = emit(program, black=True)
+    except Unsure:
+        return  # black decides: format=True runs it
+    assert laid_out == black.format_str(raw, mode=MODE)
+
+
+def test_long_lines_are_split_as_black_splits_them():
+    params = tuple(ir.Param(f"argument_{i}") for i in range(30))
+    names = tuple(p.name for p in params)
+    body = (
+        ir.Call(
+            "out", ir.GlobalRef("torch", "cat"), (ir.ListExpr(tuple(map(ir.Name, names[:3]))),)
+        ),
+        ir.Del(names),
+        ir.Return(ir.TupleExpr((ir.Name("out"),) * 12)),
+    )
+    program = ir.Program("f", "bind", ("torch",), (), (), (ir.Function("f", params, body),))
+    code = emit(program, black=True)
+    assert max(len(line) for line in code.splitlines()) <= LINE_LENGTH
+    assert "        del (\n            argument_0,\n" in code
+    assert code == black.format_str(emit(program), mode=MODE)
+
+
+# -- the contract around the fast path ---------------------------------------
+
+
+def test_a_template_override_is_never_bypassed(tmp_path):
+    (tmp_path / "function.py.j2").write_text(
+        '{% extends "stitchgen/function.py.j2" %}\n'
+        "{% block del %}\n    pass  # kept alive\n{% endblock %}\n"
+    )
+    templates = Templates(tmp_path)
+    assert not templates.builtin_in_effect
+    gm = fx.symbolic_trace(lambda x: x.relu() + 1)
+    for fmt in (False, True):
+        code = stitchgen.generate(gm, templates=templates, format=fmt).code
+        assert "# kept alive" in code and "del " not in code
+
+
+def test_a_template_added_later_is_seen(tmp_path):
+    templates = Templates(tmp_path)
+    gm = fx.symbolic_trace(lambda x: x + 1)
+    assert templates.builtin_in_effect
+    assert stitchgen.generate(gm, templates=templates).code.startswith("# Generated")
+    (tmp_path / "module.py.j2").write_text(
+        '{% extends "stitchgen/module.py.j2" %}{% block header %}# mine\n{% endblock %}'
+    )
+    assert not templates.builtin_in_effect
+    assert stitchgen.generate(gm, templates=templates).code.startswith("# mine")
+
+
+@pytest.mark.parametrize("variant", ["profiled", "vllm"])
+def test_variants_render_through_their_templates(variant):
+    assert not Templates(variant=variant).builtin_in_effect
+
+
+def test_a_statement_without_a_block_is_an_error():
+    from dataclasses import dataclass
+    from typing import ClassVar
+
+    @dataclass(frozen=True)
+    class Pass:
+        template: ClassVar[str] = "pass"
+
+    fn = ir.Function("f", (), (Pass(), ir.Return(ir.Literal(None))))
+    program = ir.Program("f", "bind", (), (), (), (fn,))
+    with pytest.raises(TemplateError, match="no block renders a Pass statement"):
+        stitchgen.render(program)
+
+
+def test_a_name_the_filters_refuse_is_refused_on_the_fast_path_too():
+    fn = ir.Function("f", (ir.Param("x; import os"),), (ir.Return(ir.Name("x")),))
+    program = ir.Program("f", "bind", (), (), (), (fn,))
+    with pytest.raises(TemplateError, match="is not an identifier"):
+        stitchgen.render(program, format=False)
+
+
+def test_unknown_shapes_fall_back_to_black():
+    # a nested display too long for its line: the layout leaves it to black
+    wide = ir.TupleExpr(tuple(ir.Literal(f"item number {i}") for i in range(12)))
+    fn = ir.Function("f", (), (ir.Return(ir.TupleExpr((wide, wide))),))
+    program = ir.Program("f", "bind", (), (), (), (fn,))
+    with pytest.raises(Unsure):
+        emit(program, black=True)
+    assert stitchgen.render(program) == black.format_str(emit(program), mode=MODE)
+
+
+# -- what the fast path leaves out of the process ----------------------------
+
+
+def test_a_plain_compile_imports_neither_jinja_nor_black():
+    script = textwrap.dedent(
+        """
+        import sys, torch, torch.fx as fx, stitchgen
+        gm = fx.symbolic_trace(lambda x: torch.relu(x) + 1)
+        stitchgen.compile(gm)
+        stitchgen.generate(gm, format=True)
+        print(sorted(m for m in ("jinja2", "black") if m in sys.modules))
+        """
+    )
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
+
+
+def _collections_during(action):
+    """Collections that start while stitchgen lowers, renders or loads."""
+    seen = []
+    stages = {"lower.py", "liveness.py", "naming.py", "emitter.py", "load.py"}
+
+    def count(phase, info):
+        if phase != "start":
+            return
+        frame = sys._getframe(1)
+        while frame is not None:
+            path = frame.f_code.co_filename
+            if os.path.basename(path) in stages and "stitchgen" in path:
+                seen.append(info["generation"])
+                return
+            frame = frame.f_back
+
+    threshold = gc.get_threshold()
+    gc.set_threshold(1)  # a collection at nearly every allocation, if enabled
+    gc.callbacks.append(count)
+    try:
+        action()
+    finally:
+        gc.callbacks.remove(count)
+        gc.set_threshold(*threshold)
+    return seen
+
+
+def test_the_collector_is_paused_while_compiling_and_restored(monkeypatch):
+    gm = fx.symbolic_trace(lambda x: torch.relu(x) * 2 + 1)
+    kept = []  # the functions stay alive: their finalizers run outside the count
+    assert gc.isenabled()
+    assert _collections_during(lambda: kept.append(stitchgen.compile(gm))) == []
+    assert gc.isenabled()
+    monkeypatch.setenv("STITCHGEN_KEEP_GC", "1")
+    assert _collections_during(lambda: kept.append(stitchgen.compile(gm))) != []
+
+
+def test_a_disabled_collector_stays_disabled():
+    gm = fx.symbolic_trace(lambda x: x * 2)
+    gc.disable()
+    try:
+        stitchgen.compile(gm)
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
