@@ -13,8 +13,13 @@ On split decoders (``stitchgen.demo.split_decoder``) of each size:
 * inlined: per-call time with the GraphModule pieces running real aten ops —
   stitchgen (pieces inlined) vs ``GraphModule.__call__``, and
   ``inline="flatten"`` (pieces spliced into the caller) vs stitchgen;
-* cold: generate + compile time by stage (lower, render, black, load),
-  uncached, and with black a second time (cached);
+* cold: generate + compile time by stage (lower, render without and with
+  black's layout, load), uncached, in this process, and black itself on the
+  source (what user templates pay);
+* fresh: the cold start a serving process meets — fresh processes, graphs no
+  cache has seen — for the first compile, a second new graph and a third by
+  stage, beside a string-concatenation codegen written here (the baseline,
+  no IR, no templates) and beside ``compile()`` of our own source (the floor);
 * memory: peak bytes of live tensors during one call (a dispatch-mode
   tracker), stitchgen vs the boxed-inputs convention (inputs in a list the
   function clears) vs the same code with its ``del`` lines removed.
@@ -28,6 +33,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import importlib
+import operator
 import statistics
 import time
 import timeit
@@ -41,7 +47,6 @@ from torch.utils._python_dispatch import TorchDispatchMode
 
 import stitchgen
 from stitchgen.demo import split_decoder
-from stitchgen.render import Templates
 
 # the modules (``stitchgen.load`` and ``stitchgen.render`` name the functions)
 load = importlib.import_module("stitchgen.load")
@@ -166,16 +171,9 @@ def bench_inlined(layers: int, rounds: int, device: str = "cpu") -> dict[str, fl
 
 
 def bench_cold(layers: int, rounds: int) -> dict[str, float]:
+    """In this (warm) process: each stage on the same graph, uncached."""
     gm, _ = split_decoder(layers)
     program = stitchgen.lower(gm)
-    templates = Templates()
-    templates.render(program)  # environment and templates compiled once, as in a process
-
-    def fresh_render() -> str:
-        templates._rendered.clear()
-        return templates.render(program)
-
-    source = fresh_render()
     generated = stitchgen.generate(gm, format=False)
 
     def fresh_load() -> Any:
@@ -184,18 +182,158 @@ def bench_cold(layers: int, rounds: int) -> dict[str, float]:
 
     def fresh_black() -> str:
         formatting.format_source.cache_clear()
-        return formatting.format_source(source)
+        return formatting.format_source(generated.code)
 
     out = {
         "lower": median_time(lambda: stitchgen.lower(gm), rounds),
-        "render": median_time(fresh_render, rounds),
+        "render": median_time(lambda: render.render(program, format=False), rounds),
+        "render_black": median_time(lambda: render.render(program, format=True), rounds),
         "load": median_time(fresh_load, rounds),
         "black": median_time(fresh_black, max(1, rounds // 3)),
     }
-    formatting.format_source(source)
-    out["black_cached"] = median_time(lambda: render.render(program, format=True), rounds)
     out["compile"] = out["lower"] + out["render"] + out["load"]
     return out
+
+
+# -- cold start in fresh processes -------------------------------------------------
+
+#: one fresh process: build three new decoders, then time the first compile,
+#: a second new graph, and a third by stage (what a serving process pays once
+#: per model: no cache has seen these graphs, nothing is warmed up)
+FRESH_CHILD = r"""
+import json, sys, time
+impl, layers = sys.argv[1], int(sys.argv[2])
+sys.path.insert(0, sys.argv[3])
+from stitchgen.demo import split_decoder
+graphs = [split_decoder(layers + i)[0] for i in range(3)]
+out = {}
+if impl == "concat":
+    from bench import concat_codegen, concat_load
+    for tag, g in zip(("first", "second"), graphs):
+        t0 = time.perf_counter()
+        code, names, consts = concat_codegen(g)
+        t1 = time.perf_counter()
+        concat_load(code, names, consts, dict(g.named_children()))
+        out[tag], out[tag + "_generate"] = time.perf_counter() - t0, t1 - t0
+    t0 = time.perf_counter()
+    compile(concat_codegen(graphs[2])[0], "<floor>", "exec")
+    out["floor"] = time.perf_counter() - t0
+else:
+    import stitchgen
+    from stitchgen import collector
+    fmt = impl == "black"
+    for tag, g in zip(("first", "second"), graphs):
+        t0 = time.perf_counter()
+        stitchgen.compile(g, format=fmt)
+        out[tag] = time.perf_counter() - t0
+    with collector.paused():  # as compile() runs them
+        t0 = time.perf_counter()
+        program = stitchgen.lower(graphs[2])
+        t1 = time.perf_counter()
+        code = stitchgen.render(program, format=fmt)
+        t2 = time.perf_counter()
+        compile(code, "<floor>", "exec")
+        t3 = time.perf_counter()
+    out["lower"], out["render"], out["floor"] = t1 - t0, t2 - t1, t3 - t2
+print(json.dumps(out))
+"""
+
+
+def bench_fresh(layers: int, samples: int) -> dict[str, dict[str, float]]:
+    """Medians over ``samples`` fresh processes per implementation, interleaved."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    here = os.path.dirname(os.path.abspath(__file__))
+    runs: dict[str, list[dict[str, float]]] = {"concat": [], "ours": [], "black": []}
+    for _ in range(samples):
+        for impl, got in runs.items():
+            proc = subprocess.run(
+                [sys.executable, "-c", FRESH_CHILD, impl, str(layers), here],
+                capture_output=True,
+                text=True,
+                check=True,
+            )
+            got.append(json.loads(proc.stdout.strip().splitlines()[-1]))
+    return {
+        impl: {key: statistics.median(r[key] for r in got) for key in got[0]}
+        for impl, got in runs.items()
+    }
+
+
+def concat_codegen(gm: fx.GraphModule) -> tuple[str, list[str], list[Any]]:
+    """The baseline: a stitching-graph codegen in the string-concatenation
+    style (no IR, no templates), written here for comparison. GraphModule
+    children become module-level functions, other children are called from a
+    list, non-primitive constants are read from a list; a ``del`` follows
+    each value's last use. It handles the decoder's shapes, nothing more."""
+    consts: list[Any] = []
+    seen: dict[int, int] = {}
+    names: list[str] = []
+    defs: list[str] = []
+
+    def ref(a: Any) -> str:
+        if isinstance(a, fx.Node):
+            return a.name
+        if isinstance(a, (list, tuple)):
+            inner = ", ".join(ref(x) for x in a)
+            return f"[{inner}]" if isinstance(a, list) else f"({inner}{',' if len(a) == 1 else ''})"
+        if a is None or isinstance(a, (bool, int, float, str)):
+            return repr(a)
+        if id(a) not in seen:
+            seen[id(a)] = len(consts)
+            consts.append(a)
+        return f"CONSTS[{seen[id(a)]}]"
+
+    def function(g: fx.GraphModule, fn_name: str, extra: str) -> str:
+        nodes = list(g.graph.nodes)
+        last = {}
+        for i, node in enumerate(nodes):
+            for used in node.all_input_nodes:
+                last[used] = i
+        dies: dict[int, list[str]] = {}
+        for value, at in last.items():
+            dies.setdefault(at, []).append(value.name)
+        params, lines = [], []
+        for i, node in enumerate(nodes):
+            args = ", ".join(
+                [ref(a) for a in node.args] + [f"{k}={ref(v)}" for k, v in node.kwargs.items()]
+            )
+            if node.op == "placeholder":
+                params.append(node.name)
+            elif node.op == "output":
+                lines.append(f"    return {ref(node.args[0])}")
+                break
+            elif node.op == "call_module":
+                child = getattr(g, str(node.target))
+                if isinstance(child, fx.GraphModule):
+                    callee = f"inlined_{len(defs)}"
+                    defs.append(function(child, callee, ""))
+                else:
+                    callee = f"SUBMODS[{len(names)}]"
+                    names.append(str(node.target))
+                lines.append(f"    {node.name} = {callee}({args})")
+            elif node.target is operator.getitem:
+                lines.append(f"    {node.name} = {ref(node.args[0])}[{ref(node.args[1])}]")
+            else:
+                target = torch.fx.node._get_qualified_name(node.target)
+                lines.append(f"    {node.name} = {target}({args})")
+            if i in dies:
+                lines.append(f"    del {', '.join(sorted(dies[i]))}")
+        return f"def {fn_name}({', '.join(params)}{extra}):\n" + "\n".join(lines) + "\n"
+
+    entry = function(gm, "execution_fn", "")
+    return "import torch\nimport operator\n\n" + "\n".join(defs) + "\n" + entry, names, consts
+
+
+def concat_load(
+    code: str, names: list[str], consts: list[Any], children: dict[str, Any]
+) -> Callable[..., Any]:
+    namespace: dict[str, Any] = {"CONSTS": consts, "SUBMODS": [children[n] for n in names]}
+    exec(compile(code, "<concat>", "exec"), namespace)
+    return namespace["execution_fn"]
 
 
 # -- memory --------------------------------------------------------------------
@@ -255,6 +393,7 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--layers", type=int, nargs="+", default=[8, 32, 80, 200])
     parser.add_argument("--rounds", type=int, default=9)
+    parser.add_argument("--fresh", type=int, default=5, help="fresh processes per cold row")
     parser.add_argument("--quick", action="store_true", help="few rounds (a smoke run)")
     parser.add_argument("--markdown", action="store_true", help="print markdown tables")
     parser.add_argument(
@@ -286,8 +425,8 @@ def main(argv: list[str] | None = None) -> None:
 
     header = [
         "layers", "opaque us", "ours/ideal", "gm/ours", "interp/ours",
-        "inlined gm/ours", "flatten/ours", "lower ms", "render ms", "load ms", "compile ms",
-        "black ms", "black 2nd ms", "peak MB ours/boxed/no-dels",
+        "inlined gm/ours", "flatten/ours", "lower ms", "render ms", "render+black ms",
+        "load ms", "compile ms", "black itself ms", "peak MB ours/boxed/no-dels",
     ]  # fmt: skip
     print(line(header))
     if args.markdown:
@@ -305,10 +444,10 @@ def main(argv: list[str] | None = None) -> None:
                     f"{i['flatten'] / i['ours']:.3f}",
                     f"{c['lower'] * 1e3:.1f}",
                     f"{c['render'] * 1e3:.1f}",
+                    f"{c['render_black'] * 1e3:.1f}",
                     f"{c['load'] * 1e3:.1f}",
                     f"{c['compile'] * 1e3:.1f}",
                     f"{c['black'] * 1e3:.0f}",
-                    f"{c['black_cached'] * 1e3:.1f}",
                     f"{m['ours'] / 2**20:.2f}/{m['boxed'] / 2**20:.2f}/{m['no_dels'] / 2**20:.2f}",
                 ]
             )
@@ -319,6 +458,36 @@ def main(argv: list[str] | None = None) -> None:
         print(
             f"cold compile growth {first[0]} -> {last[0]} layers: {growth:.1f}x "
             f"for {last[0] / first[0]:.0f}x the layers"
+        )
+    print()
+    fresh_header = [
+        "layers", "concat first ms", "ours first ms", "ours/concat", "ours second ms",
+        "ours/concat 2nd", "black first ms", "black/ours", "lower ms", "render ms",
+        "compile() ms", "ours/compile()",
+    ]  # fmt: skip
+    print(line(fresh_header))
+    if args.markdown:
+        print(line(["---"] * len(fresh_header)))
+    for layers in args.layers[:1] if args.quick else args.layers:
+        f = bench_fresh(layers, 1 if args.quick else args.fresh)
+        b, o, k = f["concat"], f["ours"], f["black"]
+        print(
+            line(
+                [
+                    str(layers),
+                    f"{b['first'] * 1e3:.1f}",
+                    f"{o['first'] * 1e3:.1f}",
+                    f"{o['first'] / b['first']:.2f}",
+                    f"{o['second'] * 1e3:.1f}",
+                    f"{o['second'] / b['second']:.2f}",
+                    f"{k['first'] * 1e3:.1f}",
+                    f"{k['first'] / o['first']:.2f}",
+                    f"{o['lower'] * 1e3:.1f}",
+                    f"{o['render'] * 1e3:.1f}",
+                    f"{o['floor'] * 1e3:.1f}",
+                    f"{o['first'] / o['floor']:.2f}",
+                ]
+            )
         )
 
 

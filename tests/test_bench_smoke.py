@@ -13,3 +13,5 @@ def test_benchmark_suite_runs(capsys):
     out = capsys.readouterr().out
     assert out.splitlines()[0].split()[:3] == ["layers", "opaque", "us"]
     assert "cold compile growth 1 -> 2 layers" in out
+    fresh = out.splitlines().index(next(x for x in out.splitlines() if "ours/concat" in x))
+    assert out.splitlines()[fresh + 1].split()[0] == "1"  # a fresh-process row was measured
