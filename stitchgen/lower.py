@@ -473,7 +473,10 @@ def fingerprint(gm: fx.GraphModule) -> tuple[Any, ...] | None:
             part = (op, len(target) - len(target.lstrip("*")), _value_key(node.args, index))
         else:
             target = node.target if op == "call_method" else id(node.target)
-            part = (op, target, _value_key(node.args, index), _value_key(node.kwargs, index))
+            args = tuple(
+                [index.get(a, -1) if type(a) is _Node else _value_key(a, index) for a in node.args]
+            )
+            part = (op, target, args, _value_key(node.kwargs, index) if node.kwargs else ())
         index[node] = len(index)
         parts.append(part)
     return tuple(parts)
@@ -482,7 +485,7 @@ def fingerprint(gm: fx.GraphModule) -> tuple[Any, ...] | None:
 def _value_key(value: Any, index: dict[fx.Node, int]) -> Any:
     kind = type(value)
     if kind is _Node:
-        return ("node", index.get(value, -1))
+        return index.get(value, -1)  # a plain int: every other key is a tuple
     if kind is tuple or kind in _LISTS:
         return (kind, tuple([_value_key(x, index) for x in value]))
     if kind in _DICTS:
