@@ -16,8 +16,9 @@ every intermediate right after its last use.
 True
 
 Pipeline: ``lower`` (graph → :class:`~stitchgen.ir.Program`) → ``render``
-(Jinja2, optional black) → ``load`` (callable). ``generate`` and ``compile``
-run the stages for you.
+(Jinja2 templates, or their text written directly where the built-ins are in
+effect; black's layout on request) → ``load`` (callable). ``generate`` and
+``compile`` run the stages for you.
 """
 
 from __future__ import annotations

@@ -1,8 +1,9 @@
 """Lower an FX GraphModule into a :class:`~stitchgen.ir.Program`.
 
 One pass over each graph's nodes. Decisions made here: which children are
-inlined (plain ``GraphModule`` children without hooks) and which are called
-through a binding, how each constant is written (inline literal, exact
+inlined (plain ``GraphModule`` children without hooks; twins — the same graph
+up to parameter names, see :func:`fingerprint` — share one function) and
+which are called through a binding, how each constant is written (inline literal, exact
 qualified name, or lifted binding — see ``literals.py``), and what every FX
 argument becomes as an IR expression. Names stay the FX node names here; the
 ``naming`` pass makes them valid and collision-free, the ``liveness`` pass adds
