@@ -33,8 +33,12 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import importlib
+import json
 import operator
+import os
 import statistics
+import subprocess
+import sys
 import time
 import timeit
 import weakref
@@ -241,11 +245,6 @@ print(json.dumps(out))
 
 def bench_fresh(layers: int, samples: int) -> dict[str, dict[str, float]]:
     """Medians over ``samples`` fresh processes per implementation, interleaved."""
-    import json
-    import os
-    import subprocess
-    import sys
-
     here = os.path.dirname(os.path.abspath(__file__))
     runs: dict[str, list[dict[str, float]]] = {"concat": [], "ours": [], "black": []}
     for _ in range(samples):

@@ -105,12 +105,11 @@ class Writer:
         if isinstance(e, TupleExpr):
             if len(e.items) == 1:
                 return f"({self.source(e.items[0])},)"
-            return f"({self._items(e.items)})"
+            return f"({', '.join(self.display_items(e))})"
         if isinstance(e, ListExpr):
-            return f"[{self._items(e.items)}]"
+            return f"[{', '.join(self.display_items(e))}]"
         if isinstance(e, DictExpr):
-            pairs = ", ".join(f"{self.source(k)}: {self.source(v)}" for k, v in e.items)
-            return "{" + pairs + "}"
+            return "{" + ", ".join(self.display_items(e)) + "}"
         if isinstance(e, SliceExpr):
             return f"slice({self._items((e.start, e.stop, e.step))})"
         if isinstance(e, MethodRef):

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from .ir import Del, Function, Program, Return, Stmt, reads
+from .ir import Del, Function, Program, Return, Stmt, defines, reads
 
 __all__ = ["insert_dels"]
 
@@ -42,20 +42,14 @@ def _function(fn: Function) -> Function:
             continue
         for name in reads(stmt):
             position[name] = i
-        target = getattr(stmt, "target", None)
+        target = defines(stmt)
         if target is not None:
-            if target not in order:
-                order[target] = len(order)
-            if target not in position:
-                position[target] = i
+            order.setdefault(target, len(order))
+            position.setdefault(target, i)
     dies_after: dict[int, list[str]] = {}
     for name, index in position.items():
         if name not in keep and name in order:
-            dies = dies_after.get(index)
-            if dies is None:
-                dies_after[index] = [name]
-            else:
-                dies.append(name)
+            dies_after.setdefault(index, []).append(name)
     key = order.__getitem__
     out: list[Stmt] = []
     if -1 in dies_after:
@@ -64,5 +58,5 @@ def _function(fn: Function) -> Function:
         out.append(stmt)
         dies = dies_after.get(i)
         if dies is not None:
-            out.append(Del(tuple(sorted(dies, key=key)) if len(dies) > 1 else (dies[0],)))
+            out.append(Del(tuple(sorted(dies, key=key))))
     return dataclasses.replace(fn, body=tuple(out))

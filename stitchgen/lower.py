@@ -122,7 +122,7 @@ def lower(
     if unused:
         raise CodegenError(
             f"no call_module node calls {sorted(unused)}; the graph calls "
-            f"{sorted(lowerer.submod_index) + sorted(lowerer.inlined)}"
+            f"{sorted(lowerer.submod_index) + sorted(lowerer.inlined_index)}"
         )
     program = Program(
         name=name,
@@ -180,10 +180,10 @@ class _Lowerer:
         self.const_decls: list[ConstDecl] = []
         self.submod_index: dict[str, int] = {}
         self.submod_decls: list[SubmodDecl] = []
-        #: inlined children by qualified name; twins share one Function
-        self.inlined: dict[str, Function] = {}
-        self.inlined_index: dict[str, int] = {}
         self.functions: list[Function] = []  # the distinct inlined functions, in order
+        #: inlined children by qualified name -> their function in ``functions``
+        #: (twins share one)
+        self.inlined_index: dict[str, int] = {}
         self.twins: dict[tuple[Any, ...], str] = {}  # fingerprint -> first path lowered
         #: for a child sharing its twin's function: its keywords -> the twin's
         self.keywords: dict[str, dict[str, str]] = {}
@@ -321,22 +321,22 @@ class _Lowerer:
         return SubmodRef(index, self.submod_decls[index].name)
 
     def inline(self, child: fx.GraphModule, path: str, node: fx.Node) -> FunctionRef:
-        if path not in self.inlined:
+        if path not in self.inlined_index:
             key = fingerprint(child)
             twin = self.twins.get(key) if key is not None else None
             if twin is not None:  # the same graph as a piece already lowered: share it
                 self.inlined_index[path] = self.inlined_index[twin]
-                self.inlined[path] = fn = self.inlined[twin]
+                fn = self.functions[self.inlined_index[twin]]
                 mine = [str(n.target).lstrip("*") for n in child.graph.find_nodes(op="placeholder")]
                 self.keywords[path] = dict(zip(mine, (p.keyword for p in fn.params), strict=True))
             else:
                 fn = self.lower_child(child, path, node)
                 self.inlined_index[path] = len(self.functions)
                 self.functions.append(fn)
-                self.inlined[path] = fn
                 if key is not None:
                     self.twins[key] = path
-        return FunctionRef(self.inlined_index[path], self.inlined[path].name)
+        index = self.inlined_index[path]
+        return FunctionRef(index, self.functions[index].name)
 
     def lower_child(self, child: fx.GraphModule, path: str, node: fx.Node) -> Function:
         if id(child) in self._in_progress:
