@@ -21,13 +21,15 @@ returning a tuple) with example inputs taken from its placeholders' metadata
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 import torch.fx as fx
 
 from .errors import CodegenError
-from .generate import compile
+from .generate import compile, generate
+from .render import resolve_templates
 from .split import SplitOp, split_graph
 
 __all__ = ["backend"]
@@ -52,14 +54,38 @@ def _example_inputs(piece: fx.GraphModule, name: str) -> list[Any]:
     return out
 
 
+def _check_options(options: dict[str, Any]) -> None:
+    """Refuse, at construction, what the backend cannot honour."""
+    known = set(inspect.signature(generate).parameters) - {"gm"}
+    unknown = sorted(set(options) - known)
+    if unknown:
+        raise TypeError(f"unknown generate option(s) {unknown}; known: {sorted(known)}")
+    if options.get("boxed"):
+        raise ValueError(
+            "boxed=True cannot work in a torch.compile backend: Dynamo calls the compiled "
+            "function with positional arguments and keeps them alive itself, so there is "
+            "no caller's list to take and clear; use boxed=True with stitchgen.compile "
+            "where the caller passes a list (as Inductor's call(args) does)"
+        )
+    # a bad variant name or template directory fails now, not at the first graph
+    resolve_templates(options.get("templates"), options.get("template_dirs", ()))
+
+
 def backend(
     split_ops: Iterable[SplitOp],
     compile_piece: PieceCompiler | None = None,
+    *,
+    strict: bool = True,
     **generate_options: Any,
 ) -> Callable[[fx.GraphModule, Sequence[Any]], Callable[..., Any]]:
     """A ``torch.compile`` backend that splits at ``split_ops`` and stitches
     the pieces with generated code (``generate_options`` go to
-    :func:`stitchgen.generate`, e.g. ``templates="profiled"``).
+    :func:`stitchgen.generate`, e.g. ``templates="profiled"``; options it
+    cannot honour — ``boxed=True``, an unknown option — are refused here, at
+    construction). ``opaque`` names pieces to call as the modules they are
+    instead of inlining them; ``strict=False`` makes a split op that matches
+    nothing in a graph a warning instead of an error (see
+    :func:`stitchgen.split_graph`).
 
     >>> import torch, stitchgen
     >>> fn = torch.compile(lambda x: torch.relu(x) * 2, backend=stitchgen.backend([torch.relu]))
@@ -67,9 +93,10 @@ def backend(
     tensor([0., 4.])
     """
     ops = list(split_ops)
+    _check_options(generate_options)
 
     def compile_graph(gm: fx.GraphModule, example_inputs: Sequence[Any]) -> Callable[..., Any]:
-        split = split_graph(gm, ops)
+        split = split_graph(gm, ops, strict=strict)
         submods: dict[str, Callable[..., Any]] = {}
         if compile_piece is not None:
             for name, piece in split.named_children():

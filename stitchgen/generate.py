@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import types
+import warnings
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -13,8 +14,9 @@ from typing import Any
 import torch.fx as fx
 
 from . import collector
-from .ir import Program
-from .load import load
+from .ir import Call, Program
+from .errors import TemplateError
+from .load import compile_source, load
 from .lower import fetch_attr, lower
 from .render import Templates, render, resolve_templates
 
@@ -42,7 +44,8 @@ class Generated:
     convention: str = "closure"
     #: the templates that rendered ``code`` (None when read from an artifact)
     templates: Templates | None = field(default=None, repr=False, compare=False)
-    #: ``code`` already compiled (from an artifact), so loading skips compile()
+    #: ``code`` already compiled (by ``generate``'s check, or from an
+    #: artifact), so loading does not compile it again
     code_object: types.CodeType | None = field(default=None, repr=False, compare=False)
 
     @property
@@ -105,7 +108,10 @@ def _generate(
         boxed=boxed,
         inline=inline,
     )
+    if inline == "flatten" and templates.variant == "profiled":
+        _warn_unprofiled(gm, program)
     code = render(program, format=format, templates=templates)
+    code_object = _compiled(code, program.name, templates)
     defaults = {s.path: fetch_attr(gm, s.path) for s in program.submods if s.path not in opaque}
     return Generated(
         code=code,
@@ -115,7 +121,41 @@ def _generate(
         submods=defaults,
         convention=templates.convention,
         templates=templates,
+        code_object=code_object,
     )
+
+
+def _warn_unprofiled(gm: fx.GraphModule, program: Program) -> None:
+    """The profiled variant records a range per piece call; flatten splices
+    inlined pieces away, so those record none. Say which."""
+    kept = {s.node for s in program.entry.body if isinstance(s, Call) and s.is_piece}
+    pieces = [n.name for n in gm.graph.nodes if n.op == "call_module"]
+    spliced = [name for name in pieces if name not in kept]
+    if spliced:
+        shown = ", ".join(spliced[:4]) + (", ..." if len(spliced) > 4 else "")
+        warnings.warn(
+            f"templates='profiled' with inline='flatten': {len(spliced)} of {len(pieces)} "
+            f"piece calls ({shown}) are spliced into the caller and record no profiler "
+            "range; use inline='call' to profile every piece",
+            UserWarning,
+            stacklevel=4,
+        )
+
+
+def _compiled(code: str, name: str, templates: Templates) -> Any:
+    """``code`` compiled, or a TemplateError naming the templates that wrote it
+    (black accepts some invalid programs, so formatting proves nothing)."""
+    try:
+        return compile_source(code, name)
+    except SyntaxError as exc:  # IndentationError included
+        lines = code.splitlines()
+        line = lines[exc.lineno - 1].strip() if exc.lineno and exc.lineno <= len(lines) else ""
+        where = templates.describe()
+        raise TemplateError(
+            f"{where}: the rendered source is not valid Python: {exc.msg} at line "
+            f"{exc.lineno} of the source ({line[:80]!r}); check the templates in use",
+            template=where,
+        ) from exc
 
 
 def compile(
@@ -125,9 +165,10 @@ def compile(
 ) -> Callable[..., Any]:
     """A plain function computing what ``gm(*args)`` computes.
 
-    Children named in ``submods`` are called through the given callables;
-    the other ``GraphModule`` children are inlined and any other child is
-    called as found on ``gm``. Black is skipped unless ``format=True``.
+    Children named in ``submods`` are called through the given callables,
+    children named in ``opaque`` (and not in ``submods``) are called as found
+    on ``gm``; the other ``GraphModule`` children are inlined and any other
+    child is called as found on ``gm``. Black is skipped unless ``format=True``.
 
     >>> import torch, torch.fx as fx, stitchgen
     >>> fn = stitchgen.compile(fx.symbolic_trace(lambda x: x.relu() + 1))
@@ -135,9 +176,16 @@ def compile(
     tensor([1., 2.])
     """
     submods = dict(submods or {})
+    opaque = tuple(dict.fromkeys([*submods, *generate_options.pop("opaque", ())]))
+    for path in opaque:
+        if path not in submods:
+            try:
+                submods[path] = fetch_attr(gm, path)
+            except AttributeError:
+                pass  # generate names it: no call_module node calls it
     generate_options.setdefault("format", False)
     with collector.paused():
-        generated = generate(gm, opaque=tuple(submods), **generate_options)
+        generated = generate(gm, opaque=opaque, **generate_options)
         fn = load(generated, submods)
         del generated  # the IR is freed while the collector is still off
     return fn

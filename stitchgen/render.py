@@ -213,6 +213,21 @@ class Templates:
             os.path.isfile(os.path.join(d, name)) for d in self.dirs for name in _BUILTIN_FILES
         )
 
+    def describe(self) -> str:
+        """The template files that render: ``module.py.j2`` and
+        ``function.py.j2``, each from the first directory that has it (the
+        user's, the variant's, or the built-ins)."""
+        builtin = templates_dir()
+        search = [*self.dirs]
+        if self.variant:
+            search.append(str(builtin / "variants" / self.variant))
+        search.append(str(builtin))
+        found = []
+        for name in _BUILTIN_FILES:
+            where = next(d for d in search if os.path.isfile(os.path.join(d, name)))
+            found.append(os.path.join(where, name))
+        return " + ".join(found)
+
     def render(self, program: Program, *, format: bool = False) -> str:
         """Source for ``program``; ``format=True`` gives black's formatting.
 
@@ -228,9 +243,9 @@ class Templates:
             try:
                 return emit(program, black=format)
             except Unsure:
-                return _formatted(emit(program))
+                return _formatted(emit(program), self)
         source = self._render_templates(program)
-        return _formatted(source) if format else source
+        return _formatted(source, self) if format else source
 
     def _render_templates(self, program: Program) -> str:
         key = _Key(dataclasses.replace(program, const_values=()), self._stamp())
@@ -283,14 +298,17 @@ def resolve_templates(
     return _shared(dirs, templates)
 
 
-def _formatted(source: str) -> str:
+def _formatted(source: str, templates: Templates) -> str:
     from .formatting import format_source
 
     try:
         return format_source(source)
     except Exception as exc:  # black.InvalidInput and friends
+        where = templates.describe()
         raise TemplateError(
-            f"the rendered source is not valid Python (black: {exc}); check the templates in use"
+            f"{where}: the rendered source is not valid Python (black: {exc}); "
+            "check the templates in use",
+            template=where,
         ) from exc
 
 

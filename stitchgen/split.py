@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable, Iterable
 from typing import Any
 
 import torch
 import torch.fx as fx
 from torch.fx.passes.split_module import split_module
+
+from .errors import CodegenError
+from .literals import qualified_ref
 
 __all__ = ["SplitOp", "split_graph"]
 
@@ -36,7 +40,9 @@ class _Wanted:
         self.whole: set[str] = set()  # packets wanted whole
         self.overloads: set[str] = set()  # overloads wanted one by one
         self.functions: list[Any] = []
+        self.given: list[Any] = []  # every op, as given, in order
         for op in ops:
+            self.given.append(op)
             if isinstance(op, str):
                 if "::" not in op:
                     raise ValueError(
@@ -71,8 +77,52 @@ class _Wanted:
             return packet in self.packets
         return full in self.overloads or packet in self.whole
 
+    def unmatched(self, matched: list[fx.Node]) -> list[Any]:
+        """The ops (as given) that none of ``matched`` calls."""
+        alone = [(op, _Wanted([op])) for op in self.given]
+        return [op for op, wanted in alone if not any(n in wanted for n in matched)]
 
-def split_graph(gm: fx.GraphModule, split_ops: Iterable[SplitOp]) -> fx.GraphModule:
+
+def _op_label(op: Any) -> str:
+    if isinstance(op, str):
+        return repr(op)
+    names = _op_names(op)
+    if names is not None:
+        return repr(names[1])
+    ref = qualified_ref(op)
+    if ref is not None:
+        return f"{ref.module}.{ref.path}"
+    return getattr(op, "__qualname__", None) or repr(op)
+
+
+def _short_name(op: Any) -> str:
+    """The bare op name a method call would use: ``baddbmm`` for
+    ``torch.baddbmm``, ``"aten::baddbmm.default"`` or its overload."""
+    if isinstance(op, str):
+        return op.partition("::")[2].partition(".")[0]
+    names = _op_names(op)
+    if names is not None:
+        return names[0].partition("::")[2]
+    return getattr(op, "__name__", "")
+
+
+def _unmatched_message(op: Any, gm: fx.GraphModule) -> str:
+    message = f"split op {_op_label(op)} matches no call in the graph"
+    short = _short_name(op)
+    methods = [n.name for n in gm.graph.nodes if n.op == "call_method" and n.target == short]
+    if methods:
+        shown = ", ".join(repr(m) for m in methods[:3]) + (", ..." if len(methods) > 3 else "")
+        message += (
+            f"; the graph calls .{short}() as a method ({shown}): split ops match only "
+            f"function calls (call_function nodes), so write torch.{short}(...) in the model "
+            "or trace it with make_fx, which records the op itself"
+        )
+    return message
+
+
+def split_graph(
+    gm: fx.GraphModule, split_ops: Iterable[SplitOp], *, strict: bool = True
+) -> fx.GraphModule:
     """Split ``gm`` so each call to a split op sits alone in its own piece.
 
     A split op given as a packet (or ``"ns::op"``) matches all its overloads;
@@ -82,6 +132,13 @@ def split_graph(gm: fx.GraphModule, split_ops: Iterable[SplitOp]) -> fx.GraphMod
     Pieces are numbered in graph order and return tuples
     (``tuple_return=True``), so the stitching graph unpacks them with
     ``getitem``, as vLLM's piecewise backend does.
+
+    A split op that matches no call in the graph is a
+    :class:`stitchgen.CodegenError` naming it (the graph would silently stay
+    in fewer pieces); with ``strict=False`` it is a :class:`UserWarning`
+    instead (a list of alternatives, or Dynamo graphs between graph breaks).
+    Only function calls match: a method call ``x.baddbmm(...)`` is not
+    ``torch.baddbmm``, and the message says so when that is why.
 
     >>> import torch, stitchgen
     >>> from torch.fx.experimental.proxy_tensor import make_fx
@@ -95,15 +152,22 @@ def split_graph(gm: fx.GraphModule, split_ops: Iterable[SplitOp]) -> fx.GraphMod
     wanted = _Wanted(split_ops)
     piece = 0
     pieces: dict[fx.Node, int] = {}
+    matched: list[fx.Node] = []
     for node in gm.graph.nodes:
         if node.op in ("placeholder", "output"):
             continue
         if node in wanted:
+            matched.append(node)
             piece += 1
             pieces[node] = piece
             piece += 1
         else:
             pieces[node] = piece
+    for op in wanted.unmatched(matched):
+        message = _unmatched_message(op, gm)
+        if strict:
+            raise CodegenError(message + " (pass strict=False to make this a warning)")
+        warnings.warn(message, UserWarning, stacklevel=2)
     return split_module(
         gm,
         None,

@@ -115,3 +115,44 @@ def test_pieces_without_example_values_are_refused_by_name():
     compile_graph = stitchgen.backend([torch.relu], compile_piece=Recorder())
     with pytest.raises(stitchgen.CodegenError, match="piece 'submod_1' input 'x' has no example"):
         compile_graph(gm, [torch.randn(2)])
+
+
+def test_boxed_is_refused_at_construction_with_the_reason():
+    with pytest.raises(ValueError, match="boxed=True cannot work in a torch.compile backend"):
+        stitchgen.backend([ATTN], boxed=True)
+
+
+def test_an_unknown_generate_option_is_refused_at_construction():
+    with pytest.raises(TypeError, match=r"unknown generate option\(s\) \['inlined'\]"):
+        stitchgen.backend([ATTN], inlined="flatten")
+
+
+@pytest.mark.filterwarnings("ignore:Using `torch.compile")
+def test_opaque_pieces_are_called_as_the_modules_they_are():
+    torch.manual_seed(0)
+    model, called = Block(), []
+
+    def record(module, args):
+        if isinstance(module, torch.fx.GraphModule):
+            called.append(module)
+
+    compiled = torch.compile(model, backend=stitchgen.backend([ATTN], opaque=["submod_1"]))
+    x = torch.randn(4, 8)
+    expected = model(x)
+    handle = torch.nn.modules.module.register_module_forward_pre_hook(record)
+    try:
+        out = compiled(x)  # compiles (Dynamo calls no module) and runs
+        called.clear()
+        out = compiled(x)
+    finally:
+        handle.remove()
+    assert torch.equal(out, expected)
+    assert len(called) == 1  # submod_1 through Module.__call__; the other pieces inlined
+
+
+def test_vllm_templates_work_through_the_backend():
+    torch.manual_seed(0)
+    model = Block()
+    compiled = torch.compile(model, backend=stitchgen.backend([ATTN], templates="vllm"))
+    x = torch.randn(4, 8)
+    assert torch.equal(compiled(x), model(x))

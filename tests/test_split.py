@@ -36,11 +36,33 @@ def test_every_spelling_of_the_split_op_gives_the_same_split(op):
     assert torch.equal(stitchgen.compile(split)(*inputs), gm(*inputs))
 
 
-def test_an_op_not_in_the_graph_leaves_one_piece():
+def test_an_op_not_in_the_graph_is_an_error_naming_it():
+    gm, _ = _traced(1)
+    with pytest.raises(stitchgen.CodegenError, match="split op 'aten::relu' matches no call"):
+        stitchgen.split_graph(gm, [ATTN, "aten::relu"])
+
+
+def test_with_strict_false_an_op_not_in_the_graph_is_a_warning_and_one_piece():
     gm, inputs = _traced(1)
-    split = stitchgen.split_graph(gm, ["aten::relu"])
+    with pytest.warns(UserWarning, match=r"split op 'aten::relu\.default' matches no call"):
+        split = stitchgen.split_graph(gm, [torch.ops.aten.relu.default], strict=False)
     assert [name for name, _ in split.named_children()] == ["submod_0"]
     assert torch.equal(stitchgen.compile(split)(*inputs), gm(*inputs))
+
+
+class _Alibi(torch.nn.Module):
+    def forward(self, bias, q, k):
+        return bias.baddbmm(q, k) * 2
+
+
+def test_a_method_call_is_named_as_the_reason_an_op_matches_nothing():
+    gm = torch.fx.symbolic_trace(_Alibi())
+    with pytest.raises(stitchgen.CodegenError) as info:
+        stitchgen.split_graph(gm, [torch.baddbmm])
+    message = str(info.value)
+    assert "split op torch.baddbmm matches no call" in message
+    assert "calls .baddbmm() as a method ('baddbmm')" in message
+    assert "match only function calls" in message
 
 
 def test_bad_split_ops_are_refused():

@@ -176,3 +176,49 @@ def test_cli_demo_takes_template_dirs_and_variants(tmp_path, capsys):
     assert main(args) == 0
     out = capsys.readouterr().out
     assert "# from my dir" in out and "record_function" in out and "equal" in out
+
+
+@pytest.mark.parametrize("format", [False, True], ids=["raw", "black"])
+@pytest.mark.parametrize(
+    ("name", "text"),
+    [
+        # a dedent that matches nothing: an IndentationError from compile()
+        ("function.py.j2", "{% block return %}\n  return {{ stmt.value | expr }}\n{% endblock %}"),
+        # black accepts a module-level return; compile() does not
+        ("module.py.j2", "{% block binder_return %}\n{{ super() }}return 1\n{% endblock %}"),
+    ],
+    ids=["bad-indent", "return-outside-function"],
+)
+def test_rendered_source_that_is_not_python_is_a_template_error_naming_the_file(
+    tmp_path, name, text, format
+):
+    (tmp_path / name).write_text(f'{{% extends "stitchgen/{name}" %}}\n{text}\n')
+    with pytest.raises(TemplateError, match="the rendered source is not valid Python") as info:
+        stitchgen.generate(_gm(), template_dirs=[tmp_path], format=format)
+    assert str(tmp_path / name) in str(info.value)
+    assert str(tmp_path / name) in info.value.template
+
+
+def test_generate_compiles_once_and_load_reuses_it():
+    generated = stitchgen.generate(_gm(), format=False)
+    assert generated.code_object is not None
+    assert generated.code_object.co_filename.startswith("<stitchgen:execution_fn:")
+    misses = _code_object.cache_info().misses
+    assert stitchgen.load(generated)(2) == 6
+    assert _code_object.cache_info().misses == misses
+
+
+def test_profiled_with_flatten_warns_which_pieces_record_no_range():
+    case = CASES["decoder_1_layer"]("cpu")
+    with pytest.warns(UserWarning, match=r"3 of 3 piece calls \(submod_0, submod_1, submod_2\)"):
+        stitchgen.generate(case.gm, templates="profiled", inline="flatten")
+    opaque = {"submod_1": case.gm.submod_1}
+    with pytest.warns(UserWarning, match=r"2 of 3 piece calls \(submod_0, submod_2\)"):
+        stitchgen.compile(case.gm, opaque, templates="profiled", inline="flatten")
+
+
+@pytest.mark.filterwarnings("error")
+def test_profiled_with_call_and_flatten_without_profiling_do_not_warn():
+    gm = CASES["decoder_1_layer"]("cpu").gm
+    stitchgen.generate(gm, templates="profiled")
+    stitchgen.generate(gm, inline="flatten")
