@@ -14,8 +14,8 @@ from typing import Any
 import torch.fx as fx
 
 from . import collector
-from .ir import Call, Program
 from .errors import TemplateError
+from .ir import Call, Program
 from .load import compile_source, load
 from .lower import fetch_attr, lower
 from .render import Templates, render, resolve_templates
