@@ -3,25 +3,195 @@
 Imported only when templates other than the built-ins render (the built-ins
 take the fast path, ``emitter.py``), so a process that never customizes its
 templates never imports Jinja.
+
+Safety. Template text is code; values from the graph (string constants,
+node names, descriptions) are data, and the only way to print data is through
+stitchgen's filters, which return :class:`~stitchgen.expressions.Code`.
+Jinja's autoescape marks text "safe" with ``Markup`` — an HTML taint, not
+ours: ``e``, ``safe``, ``urlize``, ``join``, ``Markup + str``, ``~`` would all
+turn a string into "safe" text, and printed "safe" text is code. So:
+
+* ``finalize`` prints ``Markup`` (our ``Code`` and the templates' own output:
+  blocks, ``super()``, macros), ints and bools, and a plain string only if it
+  is one of the program's own names (a function, parameter, target or
+  binding); anything else is refused;
+* every filter of the environment that is not ours is guarded: it may return
+  ``Markup`` only if that is one of its inputs, or if every text it was given
+  is already ``Markup`` (whitespace and commas excepted) — so ``"x" | e`` and
+  ``code | replace("a", data)`` are refused, ``code | indent(4)`` is not;
+* ``+`` and ``%`` between ``Markup`` and a plain string, ``~`` mixing them,
+  and any attribute of a ``Markup`` (``.join``, ``.format``, ``.__class__``)
+  are refused (a sandboxed environment, which also hides ``_`` attributes).
 """
 
 from __future__ import annotations
 
+import functools
 import traceback
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 import jinja2
+import jinja2.compiler
+import jinja2.nodes
+import jinja2.runtime
+import jinja2.sandbox
 from markupsafe import Markup
 
+from . import ir
 from .errors import TemplateError
+from .ir import Program
 
-__all__ = ["build_environment", "template_error"]
+__all__ = ["build_environment", "program_names", "template_error"]
+
+#: the key under which a render passes the program's names to ``finalize``
+NAMES_KEY = "stitchgen_names"
 
 
 class _RawOutput(Exception):
     pass
+
+
+class _Unsafe(jinja2.sandbox.SecurityError):
+    pass
+
+
+_CONTEXTS = (jinja2.runtime.Context, jinja2.nodes.EvalContext, jinja2.Environment)
+#: the IR's classes: their public fields and methods are the template contract
+_IR_TYPES = frozenset(
+    v for v in vars(ir).values() if isinstance(v, type) and v.__module__ == ir.__name__
+)
+
+
+def _harmless_text(value: str) -> bool:
+    return value.strip(" \t\n,") == ""
+
+
+def _code_only(value: Any) -> bool:
+    """Is ``value`` made only of code (Markup), numbers, None and harmless
+    text (whitespace, commas), through lists, tuples and dicts?"""
+    if isinstance(value, Markup):
+        return True
+    if isinstance(value, str):
+        return _harmless_text(value)
+    if value is None or type(value) in (int, float, bool):
+        return True
+    if isinstance(value, (list, tuple)):
+        return all(_code_only(x) for x in value)
+    if isinstance(value, dict):
+        return all(_code_only(k) and _code_only(v) for k, v in value.items())
+    return isinstance(value, _CONTEXTS)
+
+
+def _passed_through(out: Markup, args: Sequence[Any], kwargs: Mapping[str, Any]) -> bool:
+    """Is ``out`` one of the inputs, or an item of one (``first``, ``default``)?"""
+    for value in (*args, *kwargs.values()):
+        if value is out:
+            return True
+        if isinstance(value, (list, tuple)) and any(x is out for x in value):
+            return True
+    return False
+
+
+def _guard(name: str, fn: Callable[..., Any]) -> Callable[..., Any]:
+    """``fn`` (a Jinja filter) refused where it would turn text into code."""
+
+    @functools.wraps(fn)  # keeps jinja_pass_arg (pass_context & co.)
+    def guarded(*args: Any, **kwargs: Any) -> Any:
+        # an iterator can be read once: read it here, so the check sees what the filter sees
+        args = tuple(list(a) if isinstance(a, Iterator) else a for a in args)
+        out = fn(*args, **kwargs)
+        if isinstance(out, Markup) and not _passed_through(out, args, kwargs):
+            if not all(_code_only(a) for a in (*args, *kwargs.values())):
+                raise _Unsafe(
+                    f"filter {name!r} would turn text into code; print values through "
+                    "stitchgen's filters (expr, literal, names, comment, ...)"
+                )
+        return out
+
+    return guarded
+
+
+def _mixes(left: Any, right: Any) -> bool:
+    """Code on one side, text that is not code on the other."""
+    if isinstance(left, Markup):
+        return not _code_only(right)
+    if isinstance(right, Markup):
+        return not _code_only(left)
+    return False
+
+
+class _Generator(jinja2.compiler.CodeGenerator):
+    """Jinja's code generator, with ``~`` checked like ``+``."""
+
+    def visit_Concat(self, node: jinja2.nodes.Concat, frame: Any) -> None:
+        self.write("environment.stitchgen_concat((")
+        for arg in node.nodes:
+            self.visit(arg, frame)
+            self.write(", ")
+        self.write("))")
+
+
+class _Environment(jinja2.sandbox.SandboxedEnvironment):
+    code_generator_class = _Generator
+    intercepted_binops = frozenset({"+", "%"})
+
+    def getattr(self, obj: Any, attribute: str) -> Any:
+        if type(obj) in _IR_TYPES and attribute[:1] != "_":  # the common case, quickly
+            try:
+                return getattr(obj, attribute)
+            except AttributeError:
+                pass
+        return super().getattr(obj, attribute)
+
+    def is_safe_attribute(self, obj: Any, attr: str, value: Any) -> bool:
+        if isinstance(obj, Markup):
+            return False  # .join/.format/.replace would put text into code
+        return super().is_safe_attribute(obj, attr, value)
+
+    def unsafe_undefined(self, obj: Any, attribute: str) -> jinja2.Undefined:
+        return self.undefined(
+            f"attribute {attribute!r} of {type(obj).__name__} is not available in "
+            "stitchgen templates (code has no methods; names with '_' are private)",
+            name=attribute,
+            obj=obj,
+            exc=_Unsafe,
+        )
+
+    def call_binop(self, context: Any, operator: str, left: Any, right: Any) -> Any:
+        if _mixes(left, right):
+            raise _Unsafe(
+                f"{operator!r} between code and text would turn the text into code; "
+                "print values through stitchgen's filters"
+            )
+        return super().call_binop(context, operator, left, right)
+
+    def stitchgen_concat(self, values: Sequence[Any]) -> Any:
+        if any(isinstance(v, Markup) for v in values) and not all(_code_only(v) for v in values):
+            raise _Unsafe(
+                "'~' between code and text would turn the text into code; "
+                "print values through stitchgen's filters"
+            )
+        return jinja2.runtime.markup_join(values)
+
+
+def program_names(program: Program) -> frozenset[str]:
+    """The names a template may print raw: the program's functions,
+    parameters, targets, bindings and helpers."""
+    names = {program.name, program.binder}
+    names.update(s.name for s in program.submods)
+    names.update(c.name for c in program.consts)
+    for fn in program.functions:
+        names.add(fn.name)
+        if fn.box:
+            names.add(fn.box)
+        names.update(p.name for p in fn.params)
+        for stmt in fn.body:
+            target = getattr(stmt, "target", None)
+            if isinstance(target, str):
+                names.add(target)
+    return frozenset(names)
 
 
 class _Context(jinja2.runtime.Context):
@@ -38,13 +208,14 @@ class _Context(jinja2.runtime.Context):
         return context
 
 
-def _finalize(value: Any) -> Any:
-    """Let through Code and template text (Markup), identifiers and ints."""
+@jinja2.pass_context
+def _finalize(context: jinja2.runtime.Context, value: Any) -> Any:
+    """Let through Code and template text (Markup), ints, and the program's names."""
     if isinstance(value, Markup):
         return value
     if type(value) is int or type(value) is bool:
         return Markup(value)
-    if isinstance(value, str) and value.isascii() and value.isidentifier():
+    if isinstance(value, str) and value in context.get(NAMES_KEY, ()):
         return Markup(value)
     raise _RawOutput(
         f"the template printed a raw {type(value).__name__} ({str(value)[:40]!r}); "
@@ -65,7 +236,7 @@ def build_environment(
     if search:
         loaders.append(jinja2.FileSystemLoader(list(search)))
     loaders += [jinja2.PrefixLoader({"stitchgen": base}), base]
-    env = jinja2.Environment(
+    env = _Environment(
         loader=jinja2.ChoiceLoader(loaders),
         undefined=jinja2.StrictUndefined,
         autoescape=True,
@@ -77,6 +248,8 @@ def build_environment(
         cache_size=-1,
     )
     env.context_class = _Context
+    for name, fn in list(env.filters.items()):
+        env.filters[name] = _guard(name, fn)
     env.filters.update(filters)
     env.globals.update(globals)
     return env
@@ -96,5 +269,6 @@ def template_error(exc: BaseException) -> TemplateError:
                 name, line = frame.filename, frame.lineno
                 break
     where = f"{name}:{line}" if name else "template"
-    kind = "unsafe output" if isinstance(exc, _RawOutput) else type(exc).__name__
+    unsafe = isinstance(exc, (_RawOutput, _Unsafe))
+    kind = "unsafe output" if unsafe else type(exc).__name__
     return TemplateError(f"{where}: {kind}: {exc}", template=name, lineno=line)

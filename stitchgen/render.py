@@ -254,10 +254,11 @@ class Templates:
             if cached is not None:
                 self._rendered[key] = cached  # now the most recent
                 return cached
-        from .environment import template_error
+        from .environment import NAMES_KEY, program_names, template_error
 
+        names = {NAMES_KEY: program_names(program)}
         try:
-            source = self.environment.get_template(ENTRY_TEMPLATE).render(program=program)
+            source = self.environment.get_template(ENTRY_TEMPLATE).render(program=program, **names)
         except Exception as exc:
             raise template_error(exc) from exc
         with self._lock:
