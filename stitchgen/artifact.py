@@ -42,6 +42,7 @@ from typing import TYPE_CHECKING, Any
 import torch
 
 from . import ir
+from .conventions import convention_named
 from .errors import BindingError
 from .load import bind_code, compile_source
 
@@ -127,8 +128,9 @@ def save_artifact(
         "versions": _versions(),
         "magic": importlib.util.MAGIC_NUMBER.hex(),
         "name": generated.name,
-        "binder": generated.program.binder,
-        "convention": generated.convention,
+        **convention_named(generated.convention).manifest(
+            generated.program.binder, [s.path for s in generated.program.submods if s.inlined]
+        ),
         "variant": templates.variant if templates is not None else None,
         "submod_names": list(generated.submod_names),
         "const_count": len(generated.consts),
@@ -290,6 +292,7 @@ def load_artifact(
             consts=opened.consts,
             submods=submods or {},
             code_object=opened.code_object,
+            inlined=manifest.get("inlined_submods", ()),
         )
     except BindingError as exc:
         raise BindingError(f"artifact {path}: {exc}") from None

@@ -1,36 +1,113 @@
-"""A drop-in for vLLM's ``vllm/compilation/codegen.py``.
+"""A drop-in for vLLM 0.34's ``vllm/compilation/codegen.py``.
 
-Same functions, same argument meanings, same return shapes::
+Same functions, same arguments, same return values::
 
     from stitchgen.compat import compile_execution_fn, generate_execution_code
 
     code, submod_names, consts = generate_execution_code(split_gm)
     fn = compile_execution_fn(code, submod_callables, submod_names, consts)
 
-The code is stitchgen's ``vllm`` template variant: ``execution_fn(...,
-*, __vllm_submods__)``, bound pieces as ``__vllm_submods__[i]``, inlined
-GraphModule children as ``__vllm_inlined_submods__<N>``, lifted constants as
-``__vllm_consts__[i]`` — the convention vLLM's compile cache stores, so code
-cached by vLLM loads here and code generated here loads in vLLM. Code from
-before constants existed loads with ``consts=None``.
+The code follows the :data:`~stitchgen.conventions.VLLM` convention, the one
+vLLM's compile cache stores: ``execution_fn(..., *, __vllm_submods__)``,
+``submod_names`` listing every child of ``split_gm`` in first-call order
+(inlined ``GraphModule`` children too: their callable may be absent or
+``None``), and every argument that is not an ``int``, ``float``, ``bool``,
+``str``, ``bytes``, ``None`` or a list/tuple/dict display lifted into
+``consts`` — dtypes and devices included — deduplicated by identity in
+first-use order across all pieces, read as ``__vllm_consts__[i]``. So the
+``submod_names`` and ``consts`` are vLLM's for the same graph, code generated
+here loads in vLLM's ``compile_execution_fn``, and code vLLM generated (or
+cached, ``consts=None`` for code from before constants) loads here.
+
+Where vLLM's code would be wrong (``inf``, names shadowing ``torch``, an op
+outside ``torch``/``operator``, a non-``int`` ``getitem``), this code is right.
 """
 
 from __future__ import annotations
 
-import functools
 import re
 from collections.abc import Callable, Mapping
 from typing import Any
 
 import torch.fx as fx
 
+from . import collector
+from .conventions import VLLM
 from .errors import BindingError
 from .generate import generate
 from .load import exec_source, keep_source
+from .lower import ConstPool, is_inlinable
+from .render import Templates
 
-__all__ = ["compile_execution_fn", "generate_execution_code"]
+__all__ = [
+    "compile_execution_fn",
+    "generate_execution_code",
+    "generate_execution_code_with_name",
+]
 
 _SUBMOD_INDEX = re.compile(r"__vllm_submods__\[(\d+)\]")
+#: the vllm variant, for code whose entry takes no ``__vllm_submods__``
+_WITHOUT_SUBMODS = Templates(variant="vllm", globals={"vllm_entry_submods": False})
+
+
+def _refuse_call_module(gm: fx.GraphModule) -> None:
+    for node in gm.graph.find_nodes(op="call_module"):
+        raise RuntimeError(f"call_module is not allowed for codegen target {node.target}.")
+
+
+def generate_execution_code_with_name(
+    split_gm: fx.GraphModule,
+    fn_name: str,
+    with_submod: bool,
+    consts: list[Any] | None = None,
+    const_index: dict[int, int] | None = None,
+) -> tuple[str, list[str], list[Any]]:
+    """``(code, submod_names, consts)`` for ``split_gm`` with entry ``fn_name``.
+
+    ``with_submod=True``: the entry takes ``*, __vllm_submods__`` and calls
+    children through it; ``GraphModule`` children are inlined (a child that
+    itself calls a module is a ``RuntimeError``, as in vLLM).
+    ``with_submod=False``: the entry takes no bindings and a ``call_module``
+    node is a ``RuntimeError``. ``consts``/``const_index`` (id → index) are
+    shared with code generated before: new constants are appended to
+    ``consts`` (the list returned) and recorded in ``const_index`` — only
+    once generation has succeeded.
+
+    >>> import torch.fx as fx
+    >>> code, names, consts = generate_execution_code_with_name(
+    ...     fx.symbolic_trace(lambda x: x + 1), "piece", with_submod=False
+    ... )
+    >>> "def piece(x):" in code, names, consts
+    (True, [], [])
+    """
+    if consts is None:
+        consts = []
+    if const_index is None:
+        const_index = {}
+    if with_submod:
+        for node in split_gm.graph.find_nodes(op="call_module"):
+            child = getattr(split_gm, str(node.target), None)
+            if isinstance(child, fx.GraphModule) and is_inlinable(child):
+                _refuse_call_module(child)
+        templates = None
+    else:
+        _refuse_call_module(split_gm)
+        templates = _WITHOUT_SUBMODS
+    pool = ConstPool(tuple(consts), dict(const_index))
+    with collector.paused():
+        generated = generate(
+            split_gm,
+            name=fn_name,
+            templates=templates or "vllm",
+            format=False,
+            const_pool=pool,
+        )
+        new = generated.consts[len(consts) :]
+    # commit to the caller's list and index only now that generation succeeded
+    for value in new:
+        const_index[id(value)] = len(consts)
+        consts.append(value)
+    return generated.code, list(generated.submod_names), consts
 
 
 def generate_execution_code(split_gm: fx.GraphModule) -> tuple[str, list[str], list[Any]]:
@@ -43,8 +120,7 @@ def generate_execution_code(split_gm: fx.GraphModule) -> tuple[str, list[str], l
     >>> "def execution_fn(x, *, __vllm_submods__):" in code, names, consts
     (True, [], [])
     """
-    generated = generate(split_gm, templates="vllm", format=False)
-    return generated.code, list(generated.submod_names), list(generated.consts)
+    return generate_execution_code_with_name(split_gm, "execution_fn", with_submod=True)
 
 
 def _emit_trace_artifact(code: str) -> None:
@@ -66,11 +142,12 @@ def compile_execution_fn(
     consts: list[Any] | None = None,
 ) -> Callable[..., Any]:
     """The callable for ``code``: ``execution_fn`` with ``__vllm_submods__``
-    bound (``partial``) and ``__vllm_consts__`` set, as vLLM binds it.
+    bound (``partial``; ``None`` for a name ``submod_callables`` lacks) and
+    ``__vllm_consts__`` set, as vLLM binds it.
 
     A piece the code calls but ``submod_callables`` lacks is a
     :class:`stitchgen.BindingError` now, not a ``None`` call later (names the
-    code never calls — vLLM lists inlined children too — may be absent).
+    code never calls — inlined children — may be absent).
     """
     _emit_trace_artifact(code)
     used = {int(i) for i in _SUBMOD_INDEX.findall(code)}
@@ -83,8 +160,7 @@ def compile_execution_fn(
     missing = [submod_names[i] for i in sorted(used) if submod_names[i] not in submod_callables]
     if missing:
         raise BindingError(f"missing callable(s) for submodule(s) {missing}")
-    extra = {} if consts is None else {"__vllm_consts__": list(consts)}
-    namespace = exec_source(code, "execution_fn", extra)
+    namespace = exec_source(code, "execution_fn", VLLM.module_globals(consts))
     pieces = [submod_callables.get(name) for name in submod_names]
-    fn = functools.partial(namespace["execution_fn"], __vllm_submods__=pieces)
+    fn = VLLM.bind(namespace, name="execution_fn", binder="", pieces=pieces, consts=consts or [])
     return keep_source(fn, code, "execution_fn")

@@ -17,7 +17,7 @@ from . import collector
 from .errors import TemplateError
 from .ir import Call, Program
 from .load import compile_source, load
-from .lower import fetch_attr, lower
+from .lower import ConstPool, fetch_attr, lower
 from .render import Templates, render, resolve_templates
 
 __all__ = ["Generated", "compile", "generate"]
@@ -70,13 +70,16 @@ def generate(
     opaque: Sequence[str] = (),
     boxed: bool = False,
     inline: str = "call",
+    const_pool: ConstPool | None = None,
 ) -> Generated:
     """Lower and render ``gm``. ``templates`` is a :class:`stitchgen.Templates`
     or a shipped variant's name (``"profiled"``, ``"vllm"``); ``opaque`` names
     children to call through bindings even if they are GraphModules;
     ``boxed=True`` makes the function take its inputs as one list that it
     clears (so the caller's list does not keep them alive);
-    ``inline="flatten"`` splices inlined pieces into their callers.
+    ``inline="flatten"`` splices inlined pieces into their callers;
+    ``const_pool`` continues the constants of code generated before (see
+    :class:`stitchgen.lower.ConstPool`; ``stitchgen.compat`` uses it).
 
     >>> import torch.fx as fx, stitchgen
     >>> generated = stitchgen.generate(fx.symbolic_trace(lambda x: x + 1))
@@ -84,10 +87,10 @@ def generate(
             return add
     """
     templates = resolve_templates(templates, template_dirs)
-    if boxed and templates.convention != "closure":
-        raise ValueError(f"boxed inputs are not part of the {templates.convention} convention")
+    if boxed and not templates.convention.boxed:
+        raise ValueError(f"boxed inputs are not part of the {templates.convention.name} convention")
     with collector.paused():  # see collector.py: no full collection on our account
-        return _generate(gm, name, format, templates, opaque, boxed, inline)
+        return _generate(gm, name, format, templates, opaque, boxed, inline, const_pool)
 
 
 def _generate(
@@ -98,6 +101,7 @@ def _generate(
     opaque: Sequence[str],
     boxed: bool,
     inline: str,
+    const_pool: ConstPool | None = None,
 ) -> Generated:
     program = lower(
         gm,
@@ -107,19 +111,25 @@ def _generate(
         reserve=templates.reserve,
         boxed=boxed,
         inline=inline,
+        convention=templates.convention,
+        const_pool=const_pool,
     )
     if inline == "flatten" and templates.variant == "profiled":
         _warn_unprofiled(gm, program)
     code = render(program, format=format, templates=templates)
     code_object = _compiled(code, program.name, templates)
-    defaults = {s.path: fetch_attr(gm, s.path) for s in program.submods if s.path not in opaque}
+    defaults = {
+        s.path: fetch_attr(gm, s.path)
+        for s in program.submods
+        if not s.inlined and s.path not in opaque
+    }
     return Generated(
         code=code,
         submod_names=[s.path for s in program.submods],
         consts=list(program.const_values),
         program=program,
         submods=defaults,
-        convention=templates.convention,
+        convention=templates.convention.name,
         templates=templates,
         code_object=code_object,
     )

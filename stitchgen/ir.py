@@ -224,10 +224,13 @@ class Function:
 @dataclass(frozen=True)
 class SubmodDecl:
     """A child called through a binding; ``path`` is its qualified name in
-    the root module (the key users bind it by)."""
+    the root module (the key users bind it by). ``inlined`` marks a child
+    that is listed but inlined (the vllm convention lists every child; the
+    code never calls an inlined one through its binding)."""
 
     name: str
     path: str
+    inlined: bool = False
 
 
 @dataclass(frozen=True)

@@ -8,7 +8,9 @@ binder whose parameters are the bindings; calling it once gives the entry
 function, which reaches every submodule and constant through closure cells —
 no ``functools.partial``, no per-call dict or list lookups. The ``vllm``
 variant's code is loaded the way vLLM loads it (``__vllm_consts__`` global,
-``partial(fn, __vllm_submods__=[...])``).
+``partial(fn, __vllm_submods__=[...])``). What each convention needs is its
+:class:`~stitchgen.conventions.Convention`'s to say; this module runs the
+code and hands it the bindings.
 """
 
 from __future__ import annotations
@@ -20,9 +22,10 @@ import linecache
 import threading
 import types
 import weakref
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from typing import TYPE_CHECKING, Any
 
+from .conventions import convention_named
 from .errors import BindingError
 
 if TYPE_CHECKING:
@@ -70,6 +73,7 @@ def _bindings(
     names: list[str],
     submods: Mapping[str, Callable[..., Any]],
     defaults: Mapping[str, Callable[..., Any]],
+    inlined: Collection[str] = (),
 ) -> list[Any]:
     extra = sorted(set(submods) - set(names))
     if extra:
@@ -82,7 +86,8 @@ def _bindings(
     for name in names:
         value = submods[name] if name in submods else defaults.get(name)
         if value is None:
-            missing.append(name)
+            if name not in inlined:  # the code calls an inlined child by itself
+                missing.append(name)
         elif not callable(value):
             raise BindingError(
                 f"binding for submodule {name!r} is not callable ({type(value).__name__})"
@@ -119,6 +124,7 @@ def load(
         submods=submods or {},
         defaults=generated.submods,
         code_object=generated.code_object,
+        inlined=[s.path for s in program.submods if s.inlined],
     )
 
 
@@ -133,18 +139,18 @@ def bind_code(
     submods: Mapping[str, Callable[..., Any]],
     defaults: Mapping[str, Callable[..., Any]] | None = None,
     code_object: types.CodeType | None = None,
+    inlined: Collection[str] = (),
 ) -> Callable[..., Any]:
     """Run generated module ``code`` and bind it: what :func:`load` does,
-    from plain values (an artifact's warm start needs no IR)."""
-    pieces = _bindings(submod_names, submods, defaults or {})
-    if convention == "closure":
-        namespace = exec_source(code, name, code_object=code_object)
-        fn = namespace[binder](*pieces, *consts)
-    elif convention == "vllm":
-        namespace = exec_source(code, name, {"__vllm_consts__": consts}, code_object=code_object)
-        fn = functools.partial(namespace[name], __vllm_submods__=pieces)
-    else:
-        raise BindingError(f"unknown calling convention {convention!r}")
+    from plain values (an artifact's warm start needs no IR). ``inlined``
+    are listed children the code never calls through a binding (None allowed)."""
+    try:
+        rules = convention_named(convention)
+    except ValueError as exc:
+        raise BindingError(str(exc)) from None
+    pieces = _bindings(submod_names, submods, defaults or {}, inlined)
+    namespace = exec_source(code, name, rules.module_globals(consts), code_object=code_object)
+    fn = rules.bind(namespace, name=name, binder=binder, pieces=pieces, consts=consts)
     return keep_source(fn, code, name)
 
 

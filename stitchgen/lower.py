@@ -24,6 +24,7 @@ import torch.fx as fx
 from torch.fx.immutable_collections import immutable_dict, immutable_list
 
 from . import liveness, naming
+from .conventions import CLOSURE, Convention
 from .errors import CodegenError
 from .flatten import flatten
 from .ir import (
@@ -52,10 +53,19 @@ from .ir import (
 )
 from .literals import is_primitive, qualified_ref
 
-__all__ = ["NAME_FORMATS", "fetch_attr", "fingerprint", "is_inlinable", "lower", "name_formats"]
+__all__ = [
+    "NAME_FORMATS",
+    "ConstPool",
+    "fetch_attr",
+    "fingerprint",
+    "is_inlinable",
+    "lower",
+    "name_formats",
+]
 
 #: how helpers and bindings are named before the naming pass makes the names
 #: valid and unique; override any of them with ``lower(..., names=...)``
+#: (``inlined`` may use ``{path}`` and ``{index}``, its place among the functions)
 NAME_FORMATS = {
     "binder": "bind",
     "submod": "call_{path}",
@@ -64,6 +74,20 @@ NAME_FORMATS = {
 }
 
 _Node = fx.Node
+
+
+@dataclasses.dataclass(frozen=True)
+class ConstPool:
+    """Lifted constants shared with code generated before (vLLM's ``consts``
+    list and ``const_index``, id → index): a program lowered with a pool
+    numbers its constants after the pool's and reuses the pool's objects
+    (by identity, through ``index``). The pool is read, never changed:
+    the program's ``const_values`` are the pool's values followed by its own."""
+
+    values: tuple[Any, ...] = ()
+    index: Mapping[int, int] = dataclasses.field(default_factory=dict)
+
+
 _LISTS = (list, immutable_list)
 _DICTS = (dict, immutable_dict)
 
@@ -77,6 +101,8 @@ def lower(
     reserve: Iterable[str] = (),
     boxed: bool = False,
     inline: str = "call",
+    convention: Convention = CLOSURE,
+    const_pool: ConstPool | None = None,
 ) -> Program:
     """Lower ``gm``'s graph to a program whose entry function is ``name``.
 
@@ -89,9 +115,11 @@ def lower(
     the boxed-inputs convention (one list argument, cleared on entry, as
     Inductor's ``call(args)``). ``inline="flatten"`` splices inlined pieces
     into their callers where that is the same program (see ``flatten.py``);
-    the default ``"call"`` keeps each as a nested function. The result has
-    already been through the liveness and naming passes, so it is ready to
-    render.
+    the default ``"call"`` keeps each as a nested function. ``convention``
+    (:mod:`stitchgen.conventions`) brings its helper names (reserved), its
+    name formats and its constant policy; ``const_pool`` continues the
+    numbering of constants shared with earlier code. The result has already been through
+    the liveness and naming passes, so it is ready to render.
 
     >>> import torch, torch.fx as fx
     >>> gm = fx.symbolic_trace(lambda x: torch.relu(x) + 1)
@@ -108,10 +136,14 @@ def lower(
         raise ValueError(f"function name must be a Python identifier, got {name!r}")
     if inline not in ("call", "flatten"):
         raise ValueError(f"inline must be 'call' or 'flatten', not {inline!r}")
-    formats = name_formats(names)
-    lowerer = _Lowerer(frozenset(opaque), formats)
+    formats = name_formats({**convention.names, **(names or {})})
+    lowerer = _Lowerer(frozenset(opaque), formats, convention)
+    if const_pool is not None:
+        lowerer.pool(const_pool)
     entry = lowerer.function(gm, prefix="", name=name)
     if boxed:
+        if not convention.boxed:
+            raise ValueError(f"boxed inputs are not part of the {convention.name} convention")
         odd = [p.keyword for p in entry.params if p.kind or p.default is not None]
         if odd:
             raise CodegenError(
@@ -131,7 +163,7 @@ def lower(
         submods=tuple(lowerer.submod_decls),
         consts=tuple(lowerer.const_decls),
         functions=(*lowerer.functions, entry),
-        reserved=tuple(sorted(set(reserve))),
+        reserved=tuple(sorted({*reserve, *convention.helpers})),
         const_values=tuple(lowerer.const_values),
     )
     if inline == "flatten":
@@ -145,7 +177,14 @@ def name_formats(overrides: Mapping[str, str] | None) -> dict[str, str]:
     unknown = sorted(set(overrides or {}) - set(NAME_FORMATS))
     if unknown:
         raise ValueError(f"unknown name formats {unknown}; known: {sorted(NAME_FORMATS)}")
-    return {**NAME_FORMATS, **(overrides or {})}
+    formats = {**NAME_FORMATS, **(overrides or {})}
+    inlined = formats["inlined"]
+    if "{path}" not in inlined and "{index}" not in inlined:
+        raise ValueError(
+            f"name format 'inlined' ({inlined!r}) must contain {{path}} or {{index}}: "
+            "each inlined function needs a name of its own"
+        )
+    return formats
 
 
 def fetch_attr(owner: torch.nn.Module, target: str) -> Any:
@@ -171,9 +210,13 @@ def is_inlinable(child: Any) -> bool:
 
 
 class _Lowerer:
-    def __init__(self, opaque: frozenset[str], formats: Mapping[str, str]) -> None:
+    def __init__(
+        self, opaque: frozenset[str], formats: Mapping[str, str], convention: Convention = CLOSURE
+    ) -> None:
         self.opaque = opaque
         self.formats = formats
+        self.lift_arguments = convention.lift_arguments
+        self.lists_inlined = convention.lists_inlined
         self.imports: set[str] = set()
         self.const_index: dict[int, int] = {}
         self.const_values: list[Any] = []
@@ -190,6 +233,15 @@ class _Lowerer:
         #: qualified_ref answers, by object id (targets repeat a lot)
         self.named: dict[int, tuple[Any, GlobalRef | None]] = {}
         self._in_progress: list[int] = []
+
+    def pool(self, pool: ConstPool) -> None:
+        self.const_values = list(pool.values)
+        self.const_index = dict(pool.index)
+        hint = self.formats["const"]
+        self.const_decls = [
+            ConstDecl(hint.format(hint=f"shared_{i}"), _describe(v))
+            for i, v in enumerate(pool.values)
+        ]
 
     # -- functions ------------------------------------------------------
 
@@ -271,6 +323,8 @@ class _Lowerer:
                     node,
                 ) from None
             if is_inlinable(child):
+                if self.lists_inlined:
+                    self.submod(path, inlined=True)
                 callee = self.inline(child, path, node)
                 renamed = self.keywords.get(path)
                 if renamed and kwargs:
@@ -313,16 +367,17 @@ class _Lowerer:
 
     # -- children -------------------------------------------------------
 
-    def submod(self, path: str) -> SubmodRef:
+    def submod(self, path: str, inlined: bool = False) -> SubmodRef:
         index = self.submod_index.get(path)
         if index is None:
             index = self.submod_index[path] = len(self.submod_decls)
-            self.submod_decls.append(SubmodDecl(self.formats["submod"].format(path=path), path))
+            name = self.formats["submod"].format(path=path)
+            self.submod_decls.append(SubmodDecl(name, path, inlined))
         return SubmodRef(index, self.submod_decls[index].name)
 
     def inline(self, child: fx.GraphModule, path: str, node: fx.Node) -> FunctionRef:
         if path not in self.inlined_index:
-            key = fingerprint(child)
+            key = fingerprint(child, by_identity=self.lift_arguments)
             twin = self.twins.get(key) if key is not None else None
             if twin is not None:  # the same graph as a piece already lowered: share it
                 self.inlined_index[path] = self.inlined_index[twin]
@@ -331,8 +386,10 @@ class _Lowerer:
                 self.keywords[path] = dict(zip(mine, (p.keyword for p in fn.params), strict=True))
             else:
                 fn = self.lower_child(child, path, node)
-                self.inlined_index[path] = len(self.functions)
-                self.functions.append(fn)
+                index = len(self.functions)  # after its own children: its place in the list
+                name = self.formats["inlined"].format(path=path, index=index)
+                self.inlined_index[path] = index
+                self.functions.append(dataclasses.replace(fn, name=name))
                 if key is not None:
                     self.twins[key] = path
         index = self.inlined_index[path]
@@ -343,8 +400,7 @@ class _Lowerer:
             raise CodegenError(f"GraphModule {path!r} calls itself", node)
         self._in_progress.append(id(child))
         try:
-            name = self.formats["inlined"].format(path=path)
-            return self.function(child, prefix=path + ".", name=name)
+            return self.function(child, prefix=path + ".", name="")  # named once placed
         finally:
             self._in_progress.pop()
 
@@ -382,15 +438,13 @@ class _Lowerer:
 
     def arg(self, a: Any, node: fx.Node, env: dict[fx.Node, Expr]) -> Expr:
         """An FX argument (any nesting of nodes, containers and constants)."""
+        if self.lift_arguments:
+            return self.lifted_arg(a, node, env)
         kind = type(a)
         if kind is int or kind is float or kind is bool:
             return Literal(a)
         if isinstance(a, fx.Node):
-            expr = env.get(a)
-            if expr is None:
-                where = "another graph" if a.graph is not node.graph else "later in the graph"
-                raise CodegenError(f"uses node {a.name!r} from {where}", node)
-            return expr
+            return self._node(a, node, env)
         if kind in _LISTS:
             return ListExpr(tuple(self.arg(x, node, env) for x in a))
         if kind is tuple:
@@ -414,6 +468,46 @@ class _Lowerer:
                 node,
             )
         return self.constant(a, hint=_hint(a))
+
+    def lifted_arg(self, a: Any, node: fx.Node, env: dict[fx.Node, Expr]) -> Expr:
+        """An FX argument under vLLM's constant policy: nodes, list/tuple/dict
+        displays (subclasses too, as vLLM writes them) and int, float, bool,
+        str, bytes and None inline; any other object is a lifted constant."""
+        if isinstance(a, fx.Node):
+            return self._node(a, node, env)
+        kind = type(a)
+        if kind in _VLLM_INLINE:
+            return Literal(a)
+        if isinstance(a, list):
+            return ListExpr(tuple(self.lifted_arg(x, node, env) for x in a))
+        if isinstance(a, tuple):
+            return TupleExpr(tuple(self.lifted_arg(x, node, env) for x in a))
+        if isinstance(a, dict):
+            return DictExpr(
+                tuple(
+                    (self.lifted_arg(k, node, env), self.lifted_arg(v, node, env))
+                    for k, v in a.items()
+                )
+            )
+        if _holds_node(a):
+            raise CodegenError(
+                f"argument of type {kind.__qualname__} holds graph values; only tuple, "
+                "list and dict displays may",
+                node,
+            )
+        # an int/str subclass (an IntEnum member) is lifted: vLLM's repr() of it is not code
+        return self.lift(a, _hint(a))
+
+    def _node(self, a: fx.Node, node: fx.Node, env: dict[fx.Node, Expr]) -> Expr:
+        expr = env.get(a)
+        if expr is None:
+            where = "another graph" if a.graph is not node.graph else "later in the graph"
+            raise CodegenError(f"uses node {a.name!r} from {where}", node)
+        return expr
+
+
+#: what vLLM 0.34 writes inline (exact types; its ``repr`` of a subclass is not code)
+_VLLM_INLINE = frozenset({int, float, bool, str, bytes, type(None)})
 
 
 def _holds_node(value: Any) -> bool:
@@ -448,7 +542,7 @@ def _describe(value: Any) -> str:
     return f"{type(value).__module__}.{type(value).__qualname__} object"
 
 
-def fingerprint(gm: fx.GraphModule) -> tuple[Any, ...] | None:
+def fingerprint(gm: fx.GraphModule, *, by_identity: bool = False) -> tuple[Any, ...] | None:
     """A key equal for two graphs that lower to the same function up to the
     names of their parameters: the same ops on the same targets (by
     identity), the same constants (primitives by type and spelling, other
@@ -456,7 +550,10 @@ def fingerprint(gm: fx.GraphModule) -> tuple[Any, ...] | None:
     twins; they share one generated function, so the emitted source — and
     ``compile()``'s time, which follows its size — does not grow with the
     layer count. None for a graph that calls modules (its children are
-    resolved by their paths, which differ)."""
+    resolved by their paths, which differ). ``by_identity`` keys every
+    object but vLLM's inline types by identity (the vllm convention lifts
+    them, one constant per object)."""
+    key = _identity_key if by_identity else _value_key
     index: dict[fx.Node, int] = {}
     parts: list[Any] = []
     for node in gm.graph.nodes:
@@ -468,16 +565,16 @@ def fingerprint(gm: fx.GraphModule) -> tuple[Any, ...] | None:
                 value = fetch_attr(gm, str(node.target))
             except AttributeError:
                 return None
-            part: Any = (op, _value_key(value, index))
+            part: Any = (op, key(value, index))
         elif op == "placeholder":
             target = str(node.target)
-            part = (op, len(target) - len(target.lstrip("*")), _value_key(node.args, index))
+            part = (op, len(target) - len(target.lstrip("*")), key(node.args, index))
         else:
             target = node.target if op == "call_method" else id(node.target)
             args = tuple(
-                [index.get(a, -1) if type(a) is _Node else _value_key(a, index) for a in node.args]
+                [index.get(a, -1) if type(a) is _Node else key(a, index) for a in node.args]
             )
-            part = (op, target, args, _value_key(node.kwargs, index) if node.kwargs else ())
+            part = (op, target, args, key(node.kwargs, index) if node.kwargs else ())
         index[node] = len(index)
         parts.append(part)
     return tuple(parts)
@@ -498,4 +595,25 @@ def _value_key(value: Any, index: dict[fx.Node, int]) -> Any:
         return (kind, _value_key((value.start, value.stop, value.step), index))
     if is_primitive(value):
         return (kind, repr(value))
+    return ("object", id(value))
+
+
+def _identity_key(value: Any, index: dict[fx.Node, int]) -> Any:
+    """:func:`_value_key` for vLLM's constant policy: displays by their
+    items (subclasses too), its inline types by spelling, the rest by identity."""
+    kind = type(value)
+    if kind is _Node:
+        return index.get(value, -1)
+    if kind in _VLLM_INLINE:
+        return (kind, repr(value))
+    if isinstance(value, (list, tuple)):
+        return (
+            list if isinstance(value, list) else tuple,
+            tuple([_identity_key(x, index) for x in value]),
+        )
+    if isinstance(value, dict):
+        return (
+            dict,
+            tuple([(_identity_key(k, index), _identity_key(v, index)) for k, v in value.items()]),
+        )
     return ("object", id(value))

@@ -111,7 +111,7 @@ def assign_names(program: Program) -> Program:
         )
     scope.reserve(program.name)
     binder = scope.create(program.binder)
-    submods = tuple(SubmodDecl(scope.create(s.name), s.path) for s in program.submods)
+    submods = tuple(dataclasses.replace(s, name=scope.create(s.name)) for s in program.submods)
     consts = tuple(ConstDecl(scope.create(c.name), c.description) for c in program.consts)
     *inlined, entry = program.functions
     fn_names = {fn.name: scope.create(fn.name) for fn in inlined}

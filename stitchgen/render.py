@@ -27,11 +27,11 @@ import os
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
+from .conventions import CLOSURE, VLLM, Convention
 from .emitter import emit
 from .errors import TemplateError
 from .expressions import Code, Writer
@@ -47,7 +47,6 @@ __all__ = [
     "VARIANTS",
     "Code",
     "Templates",
-    "Variant",
     "render",
     "resolve_templates",
     "templates_dir",
@@ -68,29 +67,9 @@ def templates_dir() -> Path:
     raise FileNotFoundError(f"stitchgen's templates are missing (looked beside {here})")
 
 
-@dataclass(frozen=True)
-class Variant:
-    """A shipped template set (``templates/variants/<name>/``) and the calling
-    convention its code uses: ``"closure"`` (a binder whose parameters are the
-    bindings) or ``"vllm"`` (vLLM's ``__vllm_submods__``/``__vllm_consts__``)."""
-
-    convention: str = "closure"
-    refs: Mapping[str, str] = field(default_factory=dict)
-
-
-VARIANTS: Mapping[str, Variant] = MappingProxyType(
-    {
-        "profiled": Variant(),
-        "vllm": Variant(
-            convention="vllm",
-            refs={
-                "submod": "__vllm_submods__[{index}]",
-                "const": "__vllm_consts__[{index}]",
-                "function": "__vllm_inlined_submods__{index}",
-            },
-        ),
-    }
-)
+#: the shipped template sets (``templates/variants/<name>/``), each with the
+#: calling convention its code uses (:mod:`stitchgen.conventions`)
+VARIANTS: Mapping[str, Convention] = MappingProxyType({"profiled": CLOSURE, "vllm": VLLM})
 
 
 class _Key:
@@ -168,9 +147,10 @@ class Templates:
         self._rendered: OrderedDict[_Key, str] = OrderedDict()
 
     @property
-    def convention(self) -> str:
-        """How the generated code receives its bindings (see :class:`Variant`)."""
-        return VARIANTS[self.variant].convention if self.variant else "closure"
+    def convention(self) -> Convention:
+        """How the generated code receives its bindings (the variant's
+        convention; :data:`~stitchgen.conventions.CLOSURE` for the built-ins)."""
+        return VARIANTS[self.variant] if self.variant else CLOSURE
 
     def __repr__(self) -> str:
         return (
@@ -193,10 +173,9 @@ class Templates:
 
         builtin = templates_dir()
         search = list(self.dirs)
-        variant = VARIANTS[self.variant] if self.variant else Variant()
         if self.variant:
             search.append(str(builtin / "variants" / self.variant))
-        filters = {**Writer.for_refs(variant.refs).filters(), **self.filters}
+        filters = {**Writer.for_refs(self.convention.refs).filters(), **self.filters}
         return build_environment(builtin, search, filters, self.globals)
 
     @property

@@ -23,8 +23,8 @@ def execution_fn(
     del torch_1
     getitem = execution_fn_1[0]
     del execution_fn_1
-    inlined_submod_0_1 = __vllm_submods__[0](operator_1)
+    inlined_submod_0 = __vllm_submods__[1](operator_1)
     del operator_1
-    getitem_1 = inlined_submod_0_1[0]
-    del inlined_submod_0_1
+    getitem_1 = inlined_submod_0[0]
+    del inlined_submod_0
     return (getitem, getitem_1, print_1, inf_1, float_1, bind_1, call_submod_1_1)

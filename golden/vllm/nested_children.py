@@ -13,7 +13,7 @@ def __vllm_inlined_submods__1(x, *, __vllm_submods__):
     del x
     getitem = inner[0]
     del inner
-    scale = __vllm_submods__[0](getitem)
+    scale = __vllm_submods__[2](getitem)
     del getitem
     return (scale,)
 
@@ -23,9 +23,9 @@ def execution_fn(x, *, __vllm_submods__):
     del x
     getitem = submod_0[0]
     del submod_0
-    linear = __vllm_submods__[1](getitem)
+    linear = __vllm_submods__[3](getitem)
     del getitem
-    submod_1 = __vllm_submods__[2](linear)
+    submod_1 = __vllm_submods__[4](linear)
     del linear
     getitem_1 = submod_1[0]
     del submod_1

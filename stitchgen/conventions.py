@@ -1,0 +1,120 @@
+"""Calling conventions: how generated code receives its bindings.
+
+One object per convention owns everything about it: the names its code uses
+(reserved in the naming pass, so no generated identifier can take them), the
+template variant that writes it, how a binding is spelled in an expression,
+its constant policy, what goes into the module's globals and how the entry
+function is bound after the module runs, and its entries in an artifact's
+manifest. ``lower``, ``render``, ``load``, ``artifact`` and ``compat`` ask the
+convention; none of them spells its names.
+
+* :data:`CLOSURE` (the built-in templates, and the ``profiled`` variant): a
+  binder whose parameters are the bindings returns the entry function, which
+  reaches them through closure cells. Constants are written as verified
+  qualified names where they have one, lifted otherwise.
+* :data:`VLLM` (the ``vllm`` variant, and :mod:`stitchgen.compat`): vLLM
+  0.34's ``vllm/compilation/codegen.py`` contract. The entry is
+  ``execution_fn(..., *, __vllm_submods__)``; ``__vllm_submods__[i]`` is the
+  ``i``-th child in first-call order — every child, inlined ones too (their
+  callable may be ``None``); every argument that is not an ``int``, ``float``,
+  ``bool``, ``str``, ``bytes``, ``None`` or a list/tuple/dict of them is a
+  lifted constant, ``__vllm_consts__[i]`` (a module global), deduplicated by
+  identity in first-use order across all pieces.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable, Collection, Mapping, Sequence
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Any
+
+__all__ = ["CLOSURE", "CONVENTIONS", "VLLM", "Convention", "convention_named"]
+
+
+@dataclass(frozen=True)
+class Convention:
+    """A calling convention (see the module docstring for the two shipped)."""
+
+    #: the name stored in ``Generated.convention`` and artifact manifests
+    name: str
+    #: the shipped template variant that writes it (None: the built-ins)
+    variant: str | None = None
+    #: names the code uses that no generated identifier may take
+    helpers: tuple[str, ...] = ()
+    #: how references are spelled (``Writer.for_refs``): ``submod``, ``const``, ``function``
+    refs: Mapping[str, str] = field(default_factory=dict)
+    #: name formats for the lowering (``lower.NAME_FORMATS`` keys)
+    names: Mapping[str, str] = field(default_factory=dict)
+    #: vLLM's constant policy: every non-primitive argument is lifted
+    lift_arguments: bool = False
+    #: ``submod_names`` lists inlined children too (their binding is None)
+    lists_inlined: bool = False
+    #: does it have the boxed-inputs entry (one list argument, cleared)?
+    boxed: bool = True
+
+    def module_globals(self, consts: Sequence[Any] | None) -> dict[str, Any]:
+        """Globals the module needs before it runs (none for closures)."""
+        return {}
+
+    def bind(
+        self,
+        namespace: Mapping[str, Any],
+        *,
+        name: str,
+        binder: str,
+        pieces: list[Any],
+        consts: list[Any],
+    ) -> Callable[..., Any]:
+        """The entry function, from the namespace the module ran in."""
+        return namespace[binder](*pieces, *consts)  # type: ignore[no-any-return]
+
+    def manifest(self, binder: str, inlined: Collection[str]) -> dict[str, Any]:
+        """This convention's entries in an artifact manifest."""
+        return {"convention": self.name, "binder": binder, "inlined_submods": sorted(inlined)}
+
+
+@dataclass(frozen=True)
+class _Vllm(Convention):
+    def module_globals(self, consts: Sequence[Any] | None) -> dict[str, Any]:
+        # legacy code (from before constants) is loaded with consts=None: no global
+        return {} if consts is None else {"__vllm_consts__": consts}
+
+    def bind(
+        self,
+        namespace: Mapping[str, Any],
+        *,
+        name: str,
+        binder: str,
+        pieces: list[Any],
+        consts: list[Any],
+    ) -> Callable[..., Any]:
+        return functools.partial(namespace[name], __vllm_submods__=pieces)
+
+
+CLOSURE = Convention("closure")
+VLLM = _Vllm(
+    "vllm",
+    variant="vllm",
+    helpers=("__vllm_submods__", "__vllm_consts__"),
+    refs=MappingProxyType(
+        {"submod": "__vllm_submods__[{index}]", "const": "__vllm_consts__[{index}]"}
+    ),
+    names=MappingProxyType({"inlined": "__vllm_inlined_submods__{index}"}),
+    lift_arguments=True,
+    lists_inlined=True,
+    boxed=False,
+)
+
+CONVENTIONS: Mapping[str, Convention] = MappingProxyType({c.name: c for c in (CLOSURE, VLLM)})
+
+
+def convention_named(name: str) -> Convention:
+    """The convention called ``name``; ValueError for one we do not have."""
+    try:
+        return CONVENTIONS[name]
+    except (KeyError, TypeError):
+        raise ValueError(
+            f"unknown calling convention {name!r}; known: {sorted(CONVENTIONS)}"
+        ) from None
