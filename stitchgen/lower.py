@@ -141,6 +141,8 @@ def lower(
     if const_pool is not None:
         lowerer.pool(const_pool)
     entry = lowerer.function(gm, prefix="", name=name)
+    if pytree_info(gm) is not None:
+        entry = lowerer.pytree_entry(gm, entry)
     if boxed:
         if not convention.boxed:
             raise ValueError(f"boxed inputs are not part of the {convention.name} convention")
@@ -195,10 +197,21 @@ def fetch_attr(owner: torch.nn.Module, target: str) -> Any:
     return obj
 
 
+def pytree_info(gm: fx.GraphModule) -> Any:
+    """The graph's pytree calling convention (``make_fx`` over dicts or
+    tuples, ``torch.export``'s ``module()``): its ``orig_args``, ``in_spec``
+    and ``out_spec``; None for a graph called with flat arguments."""
+    codegen = getattr(gm.graph, "_codegen", None)
+    if not isinstance(codegen, fx.graph._PyTreeCodeGen):
+        return None
+    return codegen.pytree_info
+
+
 def is_inlinable(child: Any) -> bool:
     """A GraphModule whose call does nothing but run its graph: no hooks
-    registered on it (module-global hooks are not consulted)."""
-    if not isinstance(child, fx.GraphModule):
+    registered on it (module-global hooks are not consulted), called with
+    flat arguments (a pytree convention is kept by calling it as it is)."""
+    if not isinstance(child, fx.GraphModule) or pytree_info(child) is not None:
         return False
     hooks = (
         child._forward_hooks,
@@ -283,6 +296,67 @@ class _Lowerer:
                 f"graph of {prefix.rstrip('.') or 'the root module'} has no output node"
             )
         return Function(name, tuple(params), tuple(body), origin=prefix.rstrip("."))
+
+    def pytree_entry(self, gm: fx.GraphModule, entry: Function) -> Function:
+        """``entry`` taking and returning what ``gm`` does under its pytree
+        convention: the original arguments, flattened with the input spec
+        into the graph's placeholders; the flat outputs, rebuilt with the
+        output spec — as ``gm.forward`` does."""
+        info = pytree_info(gm)
+        if any(p.kind or p.default is not None for p in entry.params):
+            raise CodegenError("a pytree graph's placeholders must be plain inputs")
+        taken = {n.name for n in gm.graph.nodes}
+
+        def fresh(base: str) -> str:
+            name, n = base, 0
+            while name in taken:
+                n += 1
+                name = f"{base}_{n}"
+            taken.add(name)
+            return name
+
+        import torch.fx._pytree as fx_pytree
+        import torch.utils._pytree as pytree
+
+        orig = [str(a) for a in info.orig_args]
+        params = tuple(Param(fresh(a), None, "", a) for a in orig)
+        names = [Name(p.name) for p in params]
+        spec = info.in_spec
+        if (
+            spec is not None
+            and spec.type is tuple
+            and spec.num_children == 2
+            and spec.child(0).type is tuple
+            and spec.child(1).type is dict
+        ):  # (args, kwargs), as gm.forward passes them
+            count = spec.child(0).num_children
+            keys = [Literal(k) for k in spec.child(1).context]
+            tree: Expr = TupleExpr(
+                (
+                    ListExpr(tuple(names[:count])),
+                    DictExpr(tuple(zip(keys, names[count:], strict=True))),
+                )
+            )
+        else:
+            tree = ListExpr(tuple(names))
+        body: list[Stmt] = []
+        if entry.params:
+            flat = fresh("flat_args")
+            flatten = self.callable(fx_pytree.tree_flatten_spec)
+            body.append(Call(flat, flatten, (tree, self.lift(spec, "in_spec"))))
+            for i, p in enumerate(entry.params):
+                body.append(GetItem(p.name, Name(flat), Literal(i)))
+        *rest, ret = entry.body
+        body.extend(rest)
+        if info.out_spec is not None:
+            value = ret.value if isinstance(ret.value, (TupleExpr, ListExpr)) else None
+            outs = value if value is not None else ListExpr((ret.value,))
+            out = fresh("output")
+            unflatten = self.callable(pytree.tree_unflatten)
+            body.append(Call(out, unflatten, (outs, self.lift(info.out_spec, "out_spec"))))
+            ret = Return(Name(out))
+        body.append(ret)
+        return dataclasses.replace(entry, params=params, body=tuple(body))
 
     def placeholder(self, node: fx.Node, env: dict[fx.Node, Expr]) -> Param:
         target = node.target

@@ -131,7 +131,9 @@ def split_graph(
 
     Pieces are numbered in graph order and return tuples
     (``tuple_return=True``), so the stitching graph unpacks them with
-    ``getitem``, as vLLM's piecewise backend does.
+    ``getitem``, as vLLM's piecewise backend does. A graph with a pytree
+    calling convention (``make_fx`` over dicts, ``torch.export``) keeps it:
+    the split graph takes and returns what ``gm`` does.
 
     A split op that matches no call in the graph is a
     :class:`stitchgen.CodegenError` naming it (the graph would silently stay
@@ -168,10 +170,17 @@ def split_graph(
         if strict:
             raise CodegenError(message + " (pass strict=False to make this a warning)")
         warnings.warn(message, UserWarning, stacklevel=2)
-    return split_module(
+    split = split_module(
         gm,
         None,
         lambda node: pieces[node],
         keep_original_order=True,
         tuple_return=True,
     )
+    codegen = gm.graph._codegen
+    if isinstance(codegen, fx.graph._PyTreeCodeGen):
+        # split_module keeps the placeholders and the flat output, not the
+        # pytree convention: give it back, so split(*args) is gm(*args)
+        split.graph._codegen = fx.graph._PyTreeCodeGen(codegen.pytree_info)  # specs: immutable
+        split.recompile()
+    return split

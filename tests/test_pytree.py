@@ -1,0 +1,105 @@
+"""Graphs with a pytree calling convention (make_fx over dicts and tuples,
+torch.export modules): the generated function takes and returns what the
+GraphModule does."""
+
+import pytest
+import torch
+from oracle import assert_same
+from torch.fx.experimental.proxy_tensor import make_fx
+
+import stitchgen
+
+
+def _dict_in_dict_out(d, t):
+    return {"y": torch.relu(d["x"] * 2) + t[0], "z": (t[1].relu(),)}
+
+
+def _nested(batch):
+    (a, b), rest = batch["pair"], batch["rest"]
+    return [a @ b, {"sum": torch.relu(rest["c"]).sum(), "same": rest["c"]}]
+
+
+def _leaf_out(d):
+    return torch.relu(d["x"]) * 3
+
+
+CASES = {
+    "dict-and-tuple": (
+        _dict_in_dict_out,
+        ({"x": torch.randn(3)}, (torch.randn(3), torch.randn(3))),
+    ),
+    "nested": (
+        _nested,
+        ({"pair": (torch.randn(2, 2), torch.randn(2, 2)), "rest": {"c": torch.randn(4)}},),
+    ),
+    "leaf-output": (_leaf_out, ({"x": torch.randn(5)},)),
+}
+
+
+@pytest.fixture(params=sorted(CASES))
+def traced(request):
+    fn, inputs = CASES[request.param]
+    gm = make_fx(fn)(*inputs)
+    assert gm.graph._codegen.pytree_info is not None  # the case really is a pytree graph
+    return gm, inputs
+
+
+@pytest.mark.parametrize(
+    "options",
+    [{}, {"inline": "flatten"}, {"templates": "vllm"}, {"format": True}],
+    ids=["call", "flatten", "vllm", "black"],
+)
+def test_the_function_takes_and_returns_what_the_graph_does(traced, options):
+    gm, inputs = traced
+    assert_same(stitchgen.compile(gm, **options)(*inputs), gm(*inputs))
+
+
+def test_boxed_takes_the_original_arguments_in_a_list(traced):
+    gm, inputs = traced
+    args = list(inputs)
+    assert_same(stitchgen.compile(gm, boxed=True)(args), gm(*inputs))
+    assert args == []
+
+
+def test_split_graph_keeps_the_convention(traced):
+    gm, inputs = traced
+    split = stitchgen.split_graph(gm, ["aten::relu"], strict=False)
+    assert_same(split(*inputs), gm(*inputs))
+    assert_same(stitchgen.compile(split)(*inputs), gm(*inputs))
+
+
+class _Exported(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = torch.nn.Linear(3, 3)
+
+    def forward(self, x, pair, *, scale=None, extra=None):
+        return {"a": self.lin(x) * scale, "b": [pair[0] + extra["k"], pair[1]]}
+
+
+def test_torch_export_modules_take_their_keyword_arguments():
+    args = (torch.randn(3), (torch.randn(3), torch.randn(3)))
+    kwargs = {"scale": torch.randn(3), "extra": {"k": torch.randn(3)}}
+    module = torch.export.export(_Exported(), args, kwargs).module()
+    expected = module(*args, **kwargs)
+    with torch.no_grad():
+        fn = stitchgen.compile(module)
+        assert_same(fn(*args, **kwargs), expected)
+        assert_same(fn(args[0], args[1], scale=kwargs["scale"], extra=kwargs["extra"]), expected)
+
+
+def test_parameters_named_like_the_flat_inputs_do_not_clash():
+    # export names the flat placeholders after the arguments (x -> x): both must stay apart
+    module = torch.export.export(_Exported(), (torch.randn(3), (torch.randn(3),) * 2), {
+        "scale": torch.randn(3), "extra": {"k": torch.randn(3)},
+    }).module()  # fmt: skip
+    code = stitchgen.generate(module).code
+    assert "def execution_fn(x, pair, scale, extra):" in code
+
+
+def test_an_artifact_refuses_the_specs_by_name(tmp_path):
+    fn, inputs = CASES["dict-and-tuple"]
+    generated = stitchgen.generate(make_fx(fn)(*inputs))
+    with pytest.raises(stitchgen.ArtifactError, match="constant const_in_spec"):
+        generated.save(tmp_path / "artifact")
+    assert not (tmp_path / "artifact").exists()
