@@ -28,12 +28,13 @@ class Generated:
     """Generated code and what it needs to run.
 
     ``submod_names`` are the qualified names of the children called through
-    bindings (in binding order), ``consts`` the lifted constant objects (in
+    bindings (in binding order; the vllm convention lists inlined children
+    too, in first-call order), ``consts`` the lifted constant objects (in
     binding order), ``submods`` the children found on the graph module, used
     by :func:`stitchgen.load` when no other binding is given (children named
-    in ``opaque`` have none: the caller binds them). ``convention`` is how
+    in ``opaque`` have none: the caller binds them). ``convention`` names how
     the code receives its bindings (``"closure"``, or ``"vllm"`` for the
-    vllm template variant).
+    vllm template variant; see :mod:`stitchgen.conventions`).
     """
 
     code: str
