@@ -88,8 +88,6 @@ def generate(
             return add
     """
     templates = resolve_templates(templates, template_dirs)
-    if boxed and not templates.convention.boxed:
-        raise ValueError(f"boxed inputs are not part of the {templates.convention.name} convention")
     with collector.paused():  # see collector.py: no full collection on our account
         return _generate(gm, name, format, templates, opaque, boxed, inline, const_pool)
 
@@ -153,7 +151,7 @@ def _warn_unprofiled(gm: fx.GraphModule, program: Program) -> None:
         )
 
 
-def _compiled(code: str, name: str, templates: Templates) -> Any:
+def _compiled(code: str, name: str, templates: Templates) -> types.CodeType:
     """``code`` compiled, or a TemplateError naming the templates that wrote it
     (black accepts some invalid programs, so formatting proves nothing)."""
     try:

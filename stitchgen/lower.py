@@ -21,6 +21,8 @@ from typing import Any
 
 import torch
 import torch.fx as fx
+import torch.fx._pytree as fx_pytree
+import torch.utils._pytree as pytree
 from torch.fx.immutable_collections import immutable_dict, immutable_list
 
 from . import liveness, naming
@@ -61,6 +63,7 @@ __all__ = [
     "is_inlinable",
     "lower",
     "name_formats",
+    "pytree_info",
 ]
 
 #: how helpers and bindings are named before the naming pass makes the names
@@ -74,6 +77,8 @@ NAME_FORMATS = {
 }
 
 _Node = fx.Node
+_LISTS = (list, immutable_list)
+_DICTS = (dict, immutable_dict)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -86,10 +91,6 @@ class ConstPool:
 
     values: tuple[Any, ...] = ()
     index: Mapping[int, int] = dataclasses.field(default_factory=dict)
-
-
-_LISTS = (list, immutable_list)
-_DICTS = (dict, immutable_dict)
 
 
 def lower(
@@ -315,9 +316,6 @@ class _Lowerer:
             taken.add(name)
             return name
 
-        import torch.fx._pytree as fx_pytree
-        import torch.utils._pytree as pytree
-
         orig = [str(a) for a in info.orig_args]
         params = tuple(Param(fresh(a), None, "", a) for a in orig)
         names = [Name(p.name) for p in params]
@@ -349,11 +347,12 @@ class _Lowerer:
         *rest, ret = entry.body
         body.extend(rest)
         if info.out_spec is not None:
-            value = ret.value if isinstance(ret.value, (TupleExpr, ListExpr)) else None
-            outs = value if value is not None else ListExpr((ret.value,))
+            flat_out = ret.value
+            if not isinstance(flat_out, (TupleExpr, ListExpr)):  # a lone value, as forward wraps it
+                flat_out = ListExpr((flat_out,))
             out = fresh("output")
             unflatten = self.callable(pytree.tree_unflatten)
-            body.append(Call(out, unflatten, (outs, self.lift(info.out_spec, "out_spec"))))
+            body.append(Call(out, unflatten, (flat_out, self.lift(info.out_spec, "out_spec"))))
             ret = Return(Name(out))
         body.append(ret)
         return dataclasses.replace(entry, params=params, body=tuple(body))

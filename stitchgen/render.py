@@ -8,11 +8,13 @@ original and call ``super()`` — and which extra filters and globals they may
 use. Each ``Templates`` builds its Jinja environment once, in the one factory
 here; plain ``template_dirs`` share cached ``Templates``.
 
-Safety: the environment (``environment.py``) autoescapes with a ``finalize``
-that lets through only :class:`~stitchgen.expressions.Code` (what our filters
-return), template text, identifiers and ints. A template that prints a raw
-constant fails with a :class:`~stitchgen.errors.TemplateError` naming its file
-and line; it can never turn a string constant into code.
+Safety: the environment (``environment.py``, sandboxed) prints only
+:class:`~stitchgen.expressions.Code` (what our filters return), template
+output, ints and the program's own names, and refuses every other way Jinja
+has to mark text "safe" (``e``, ``safe``, ``join``, ``~``, ``+`` …) where it
+would take data in. A template that prints a raw constant fails with a
+:class:`~stitchgen.errors.TemplateError` naming its file and line; it can
+never turn a string constant into code.
 
 Fast path: where the built-in templates are in effect, ``emitter.py`` writes
 their output without Jinja (and in black's layout when formatting is asked),
