@@ -54,7 +54,7 @@ def _example_inputs(piece: fx.GraphModule, name: str) -> list[Any]:
     return out
 
 
-def _check_options(options: dict[str, Any]) -> None:
+def _check_options(options: dict[str, Any], strict: bool, compiles_pieces: bool) -> None:
     """Refuse, at construction, what the backend cannot honour."""
     known = set(inspect.signature(generate).parameters) - {"gm"}
     unknown = sorted(set(options) - known)
@@ -68,7 +68,14 @@ def _check_options(options: dict[str, Any]) -> None:
             "where the caller passes a list (as Inductor's call(args) does)"
         )
     # a bad variant name or template directory fails now, not at the first graph
-    resolve_templates(options.get("templates"), options.get("template_dirs", ()))
+    templates = resolve_templates(options.get("templates"), options.get("template_dirs", ()))
+    if strict and templates.variant == "profiled" and options.get("inline") == "flatten":
+        if not compiles_pieces:  # every piece is inlined, so every one is spliced away
+            raise ValueError(
+                "templates='profiled' with inline='flatten' would record no profiler range: "
+                "without compile_piece every piece is inlined and spliced into the caller; "
+                "use inline='call' (or strict=False to go on with a warning)"
+            )
 
 
 def backend(
@@ -85,7 +92,8 @@ def backend(
     construction). ``opaque`` names pieces to call as the modules they are
     instead of inlining them; ``strict=False`` makes a split op that matches
     nothing in a graph a warning instead of an error (see
-    :func:`stitchgen.split_graph`).
+    :func:`stitchgen.split_graph`), and likewise ``templates="profiled"``
+    with ``inline="flatten"``, which records no range for spliced pieces.
 
     >>> import torch, stitchgen
     >>> fn = torch.compile(lambda x: torch.relu(x) * 2, backend=stitchgen.backend([torch.relu]))
@@ -93,7 +101,7 @@ def backend(
     tensor([0., 4.])
     """
     ops = list(split_ops)
-    _check_options(generate_options)
+    _check_options(generate_options, strict, compile_piece is not None)
 
     def compile_graph(gm: fx.GraphModule, example_inputs: Sequence[Any]) -> Callable[..., Any]:
         split = split_graph(gm, ops, strict=strict)

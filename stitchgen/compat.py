@@ -45,7 +45,8 @@ __all__ = [
     "generate_execution_code_with_name",
 ]
 
-_SUBMOD_INDEX = re.compile(r"__vllm_submods__\[(\d+)\]")
+#: a bound piece's reference, as the convention spells it, with its index captured
+_SUBMOD_INDEX = re.compile(re.escape(VLLM.refs["submod"]).replace(r"\{index\}", r"(\d+)"))
 #: the vllm variant, for code whose entry takes no ``__vllm_submods__``
 _WITHOUT_SUBMODS = Templates(variant="vllm", globals={"vllm_entry_submods": False})
 

@@ -156,3 +156,35 @@ def test_vllm_templates_work_through_the_backend():
     compiled = torch.compile(model, backend=stitchgen.backend([ATTN], templates="vllm"))
     x = torch.randn(4, 8)
     assert torch.equal(compiled(x), model(x))
+
+
+def test_profiled_with_flatten_and_no_piece_compiler_is_refused_at_construction():
+    with pytest.raises(ValueError, match="would record no profiler range"):
+        stitchgen.backend([ATTN], templates="profiled", inline="flatten")
+    stitchgen.backend([ATTN], templates="profiled", inline="flatten", compile_piece=Recorder())
+
+
+def test_profiled_with_flatten_and_strict_false_warns_at_compile():
+    torch.manual_seed(0)
+    model = Block()
+    backend = stitchgen.backend([ATTN], templates="profiled", inline="flatten", strict=False)
+    compiled = torch.compile(model, backend=backend)
+    x = torch.randn(4, 8)
+    with pytest.warns(UserWarning, match="record no profiler range"):
+        assert torch.equal(compiled(x), model(x))
+
+
+def test_a_split_op_missing_from_a_graph_fails_the_backend_unless_strict_is_false():
+    def double(x):
+        return x * 2
+
+    with pytest.raises(Exception, match="split op 'stitchgen_demo::attention' matches no call"):
+        torch.compile(double, backend=stitchgen.backend(["stitchgen_demo::attention"]))(
+            torch.ones(2)
+        )
+    torch._dynamo.reset()
+    lenient = stitchgen.backend(["stitchgen_demo::attention"], strict=False)
+    with pytest.warns(UserWarning, match="matches no call"):
+        assert torch.equal(
+            torch.compile(double, backend=lenient)(torch.ones(2)), torch.full((2,), 2.0)
+        )
