@@ -32,7 +32,6 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import importlib
 import json
 import operator
 import os
@@ -50,12 +49,8 @@ import torch.fx as fx
 from torch.utils._python_dispatch import TorchDispatchMode
 
 import stitchgen
+from stitchgen import formatting, loading
 from stitchgen.demo import split_decoder
-
-# the modules (``stitchgen.load`` and ``stitchgen.render`` name the functions)
-load = importlib.import_module("stitchgen.load")
-render = importlib.import_module("stitchgen.render")
-formatting = importlib.import_module("stitchgen.formatting")
 
 
 def interleaved(fns: dict[str, Callable[[], Any]], number: int, rounds: int) -> dict[str, float]:
@@ -181,8 +176,8 @@ def bench_cold(layers: int, rounds: int) -> dict[str, float]:
     generated = stitchgen.generate(gm, format=False)
 
     def fresh_load() -> Any:
-        load._code_object.cache_clear()
-        return load.load(generated)
+        loading.clear_compile_cache()
+        return stitchgen.load(generated)
 
     def fresh_black() -> str:
         formatting.format_source.cache_clear()
@@ -190,8 +185,8 @@ def bench_cold(layers: int, rounds: int) -> dict[str, float]:
 
     out = {
         "lower": median_time(lambda: stitchgen.lower(gm), rounds),
-        "render": median_time(lambda: render.render(program, format=False), rounds),
-        "render_black": median_time(lambda: render.render(program, format=True), rounds),
+        "render": median_time(lambda: stitchgen.render(program, format=False), rounds),
+        "render_black": median_time(lambda: stitchgen.render(program, format=True), rounds),
         "load": median_time(fresh_load, rounds),
         "black": median_time(fresh_black, max(1, rounds // 3)),
     }
@@ -372,8 +367,8 @@ def bench_memory(layers: int) -> dict[str, float]:
     no_dels = "\n".join(
         line for line in generated.code.splitlines() if not line.lstrip().startswith("del ")
     )
-    without = load.load(dataclasses.replace(generated, code=no_dels))
-    ours = load.load(generated)
+    without = stitchgen.load(dataclasses.replace(generated, code=no_dels))
+    ours = stitchgen.load(generated)
     boxed = stitchgen.compile(gm, boxed=True)
     out = {}
     for name, fn in (("ours", ours), ("no_dels", without), ("boxed", boxed)):

@@ -15,7 +15,8 @@ every intermediate right after its last use.
 >>> torch.equal(fn(x), split(x))
 True
 
-Pipeline: ``lower`` (graph → :class:`~stitchgen.ir.Program`) → ``render``
+Pipeline: ``lower`` (graph → :class:`~stitchgen.ir.Program`, through the
+passes of :mod:`stitchgen.passes`) → ``render``
 (Jinja2 templates, or their text written directly where the built-ins are in
 effect; black's layout on request) → ``load`` (callable). ``generate`` and
 ``compile`` run the stages for you.
@@ -24,17 +25,16 @@ effect; black's layout on request) → ``load`` (callable). ``generate`` and
 from __future__ import annotations
 
 from . import compat, ir
-from .artifact import ArtifactError, load_artifact, read_artifact
-from .backend import backend
-from .errors import BindingError, CodegenError, TemplateError
-from .generate import Generated, compile, generate
+from .artifact import load_artifact, read_artifact
+from .errors import ArtifactError, BindingError, CodegenError, StitchgenError, TemplateError
+from .generated import Generated
 from .ir import Program
-from .load import load
-from .lower import lower
-from .render import Code, Templates, render
+from .loading import load
+from .pipeline import compile, generate, lower
+from .rendering import Code, Templates, render
 from .split import split_graph
-
-__version__ = "0.1.0"
+from .torch_backend import backend
+from .version import __version__ as __version__
 
 __all__ = [
     "ArtifactError",
@@ -43,17 +43,18 @@ __all__ = [
     "CodegenError",
     "Generated",
     "Program",
+    "StitchgenError",
     "TemplateError",
+    "Templates",
     "backend",
     "compat",
-    "Templates",
     "compile",
     "generate",
     "ir",
     "load",
     "load_artifact",
-    "read_artifact",
     "lower",
+    "read_artifact",
     "render",
     "split_graph",
 ]

@@ -23,209 +23,19 @@ that is not already imported (unless allowed), before executing anything.
 
 from __future__ import annotations
 
-import hashlib
-import hmac
-import importlib.util
-import io
 import json
-import marshal
 import os
-import shutil
-import sys
-import tempfile
-import types
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
-
-import torch
+from typing import Any
 
 from . import ir
-from .conventions import convention_named
-from .errors import BindingError
-from .load import bind_code, compile_source
+from .archive import open_artifact, save_artifact, verified_file
+from .errors import ArtifactError, BindingError
+from .generated import Generated
+from .loading import bind_code
 
-if TYPE_CHECKING:
-    from .generate import Generated
-
-__all__ = ["ArtifactError", "load_artifact", "read_artifact", "save_artifact"]
-
-FORMAT = "stitchgen-artifact"
-VERSION = 1
-
-
-class ArtifactError(ValueError):
-    """An artifact that cannot be saved or trusted; the message says which
-    file or constant, and why."""
-
-
-def _digest(data: bytes) -> str:
-    return hashlib.sha256(data).hexdigest()
-
-
-def _marshal_name() -> str:
-    return f"code.{sys.implementation.cache_tag}.bin"
-
-
-def _versions() -> dict[str, str]:
-    from . import __version__
-
-    return {
-        "stitchgen": __version__,
-        "torch": torch.__version__.split("+")[0],
-        "python": f"{sys.version_info.major}.{sys.version_info.minor}",
-    }
-
-
-def _consts_bytes(generated: Generated) -> bytes:
-    decls = generated.program.consts
-    for decl, value in zip(decls, generated.consts, strict=True):
-        buffer = io.BytesIO()
-        try:
-            torch.save(value, buffer)
-            buffer.seek(0)
-            torch.load(buffer, weights_only=True)
-        except Exception as exc:
-            raise ArtifactError(
-                f"constant {decl.name} ({decl.description}) cannot be stored safely "
-                f"(torch.save + weights_only load: {type(exc).__name__}: "
-                f"{str(exc).splitlines()[0] if str(exc) else ''})"
-            ) from None
-    buffer = io.BytesIO()
-    torch.save(list(generated.consts), buffer)
-    return buffer.getvalue()
-
-
-def _sign(manifest: dict[str, Any], key: bytes) -> str:
-    body = json.dumps({k: v for k, v in manifest.items() if k != "hmac"}, sort_keys=True)
-    return hmac.new(key, body.encode(), hashlib.sha256).hexdigest()
-
-
-def save_artifact(
-    generated: Generated, path: str | os.PathLike[str], *, key: bytes | None = None
-) -> Path:
-    """Write ``generated`` to the directory ``path`` (replaced atomically)."""
-    templates = generated.templates
-    if templates is not None and (templates.dirs or templates.filters or templates.globals):
-        raise ArtifactError(
-            "artifacts hold code from stitchgen's own templates (built-in or a shipped "
-            f"variant); this code was rendered with {templates!r}"
-        )
-    code = generated.code.encode("utf-8")
-    consts = _consts_bytes(generated)
-    compiled = marshal.dumps(compile_source(generated.code, generated.name))
-    program = json.dumps(ir.to_json(generated.program)).encode("utf-8")
-    files = {
-        "code.py": code,
-        "consts.pt": consts,
-        "program.json": program,
-        _marshal_name(): compiled,
-    }
-    manifest: dict[str, Any] = {
-        "format": FORMAT,
-        "version": VERSION,
-        "versions": _versions(),
-        "magic": importlib.util.MAGIC_NUMBER.hex(),
-        "name": generated.name,
-        **convention_named(generated.convention).manifest(
-            generated.program.binder, [s.path for s in generated.program.submods if s.inlined]
-        ),
-        "variant": templates.variant if templates is not None else None,
-        "submod_names": list(generated.submod_names),
-        "const_count": len(generated.consts),
-        "imports": list(generated.program.imports),
-        "digests": {name: _digest(data) for name, data in files.items()},
-    }
-    if key is not None:
-        manifest["hmac"] = _sign(manifest, key)
-    target = Path(path)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=".stitchgen-", dir=target.parent))
-    try:
-        for name, data in files.items():
-            (staging / name).write_bytes(data)
-        (staging / "manifest.json").write_text(json.dumps(manifest, indent=1, sort_keys=True))
-        if target.exists():
-            shutil.rmtree(target)
-        os.replace(staging, target)
-    except BaseException:
-        shutil.rmtree(staging, ignore_errors=True)
-        raise
-    return target
-
-
-def _read(path: Path, name: str) -> bytes:
-    try:
-        return (path / name).read_bytes()
-    except OSError as exc:
-        reason = exc.strerror or exc
-        raise ArtifactError(f"artifact {path}: cannot read {name} ({reason})") from None
-
-
-@dataclass
-class _Verified:
-    """An artifact's parts, checked: what the warm start needs."""
-
-    root: Path
-    manifest: dict[str, Any]
-    code: str
-    consts: list[Any]
-    code_object: types.CodeType | None
-
-
-def _verified_file(root: Path, manifest: dict[str, Any], name: str) -> bytes:
-    data = _read(root, name)
-    if manifest.get("digests", {}).get(name) != _digest(data):
-        raise ArtifactError(f"artifact {root}: {name} does not match its digest (corrupt, edited)")
-    return data
-
-
-def _open(root: Path, key: bytes | None, allow_imports: Iterable[str]) -> _Verified:
-    try:
-        manifest = json.loads(_read(root, "manifest.json"))
-    except json.JSONDecodeError as exc:
-        raise ArtifactError(f"artifact {root}: manifest.json is corrupt ({exc})") from None
-    if not isinstance(manifest, dict) or manifest.get("format") != FORMAT:
-        raise ArtifactError(f"artifact {root}: not a stitchgen artifact")
-    if manifest.get("version") != VERSION:
-        raise ArtifactError(
-            f"artifact {root}: format version {manifest.get('version')!r}, this stitchgen "
-            f"reads version {VERSION}; regenerate it"
-        )
-    if "hmac" in manifest or key is not None:
-        if key is None:
-            raise ArtifactError(f"artifact {root} is signed: pass its key")
-        if not hmac.compare_digest(str(manifest.get("hmac", "")), _sign(manifest, key)):
-            raise ArtifactError(f"artifact {root}: signature mismatch (tampered, or another key)")
-    mine = _versions()
-    if manifest.get("versions") != mine:
-        raise ArtifactError(
-            f"artifact {root} was made by {manifest.get('versions')}, this process runs "
-            f"{mine}; regenerate it"
-        )
-    code = _verified_file(root, manifest, "code.py").decode("utf-8")
-    consts_data = _verified_file(root, manifest, "consts.pt")
-    allowed = set(allow_imports)
-    missing = [m for m in manifest.get("imports", []) if m not in sys.modules and m not in allowed]
-    if missing:
-        raise ArtifactError(
-            f"artifact {root} imports {missing}, not imported in this process; import them "
-            "first or pass allow_imports"
-        )
-    try:
-        consts = torch.load(io.BytesIO(consts_data), weights_only=True)
-    except Exception as exc:
-        raise ArtifactError(f"artifact {root}: consts.pt cannot be loaded safely ({exc})") from None
-    if not isinstance(consts, list) or len(consts) != manifest.get("const_count"):
-        raise ArtifactError(f"artifact {root}: consts.pt does not hold the program's constants")
-    code_object = None
-    marshalled = _marshal_name()
-    if manifest.get("magic") == importlib.util.MAGIC_NUMBER.hex() and (root / marshalled).exists():
-        code_object = marshal.loads(_verified_file(root, manifest, marshalled))
-        if not isinstance(code_object, types.CodeType):
-            raise ArtifactError(f"artifact {root}: {marshalled} is not a code object")
-    return _Verified(root, manifest, code, consts, code_object)
+__all__ = ["load_artifact", "read_artifact", "save_artifact"]
 
 
 def read_artifact(
@@ -242,11 +52,9 @@ def read_artifact(
     (importing runs a module's code, so by default only modules already in
     ``sys.modules`` are accepted).
     """
-    from .generate import Generated
-
-    opened = _open(Path(path), key, allow_imports)
+    opened = open_artifact(Path(path), key, allow_imports)
     try:
-        program_json = json.loads(_verified_file(opened.root, opened.manifest, "program.json"))
+        program_json = json.loads(verified_file(opened.root, opened.manifest, "program.json"))
         program = ir.from_json(program_json, opened.consts)
     except ArtifactError:
         raise
@@ -280,7 +88,7 @@ def load_artifact(
     >>> stitchgen.load_artifact(path)(torch.ones(2))
     tensor([2., 2.])
     """
-    opened = _open(Path(path), key, allow_imports)
+    opened = open_artifact(Path(path), key, allow_imports)
     manifest = opened.manifest
     try:
         return bind_code(

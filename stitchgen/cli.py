@@ -11,7 +11,7 @@ __all__ = ["main"]
 
 def _demo(args: argparse.Namespace) -> int:
     from .demo import run_demo
-    from .render import Templates
+    from .rendering import Templates
 
     templates = Templates(args.template_dir or (), variant=args.variant)
     return 0 if run_demo(args.layers, templates=templates) else 1

@@ -34,10 +34,10 @@ import torch.fx as fx
 from . import collector
 from .conventions import VLLM
 from .errors import BindingError
-from .generate import generate
-from .load import exec_source, keep_source
-from .lower import ConstPool, is_inlinable
-from .render import Templates
+from .loading import exec_source, keep_source
+from .lowering import ConstPool, is_inlinable
+from .pipeline import generate
+from .rendering import Templates
 
 __all__ = [
     "compile_execution_fn",

@@ -30,7 +30,42 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
-__all__ = ["CLOSURE", "CONVENTIONS", "VLLM", "Convention", "convention_named"]
+__all__ = [
+    "CLOSURE",
+    "CONVENTIONS",
+    "NAME_FORMATS",
+    "VLLM",
+    "Convention",
+    "convention_named",
+    "name_formats",
+]
+
+#: how helpers and bindings are named before the naming pass makes the names
+#: valid and unique; override any of them with ``names=``
+#: (``inlined`` may use ``{path}`` and ``{index}``, its place among the functions)
+NAME_FORMATS: Mapping[str, str] = MappingProxyType(
+    {
+        "binder": "bind",
+        "submod": "call_{path}",
+        "inlined": "inlined_{path}",
+        "const": "const_{hint}",
+    }
+)
+
+
+def name_formats(overrides: Mapping[str, str] | None) -> dict[str, str]:
+    """:data:`NAME_FORMATS` with ``overrides`` applied (unknown keys refused)."""
+    unknown = sorted(set(overrides or {}) - set(NAME_FORMATS))
+    if unknown:
+        raise ValueError(f"unknown name formats {unknown}; known: {sorted(NAME_FORMATS)}")
+    formats = {**NAME_FORMATS, **(overrides or {})}
+    inlined = formats["inlined"]
+    if "{path}" not in inlined and "{index}" not in inlined:
+        raise ValueError(
+            f"name format 'inlined' ({inlined!r}) must contain {{path}} or {{index}}: "
+            "each inlined function needs a name of its own"
+        )
+    return formats
 
 
 @dataclass(frozen=True)

@@ -87,8 +87,8 @@ def run_demo(
     n_layers: int = 2, print_fn: Callable[[str], Any] = print, templates: Any = None
 ) -> bool:
     """Trace, split, generate, check and time; returns whether outputs match."""
-    from .generate import generate
-    from .load import load
+    from .loading import load
+    from .pipeline import generate
 
     split_gm, inputs = split_decoder(n_layers)
     generated = generate(split_gm, templates=templates)

@@ -1,10 +1,22 @@
-"""Errors raised by stitchgen. Each names the node, template or binding at fault."""
+"""Errors raised by stitchgen. Each names the node, template or binding at fault.
+
+All derive from :class:`StitchgenError` (catch that for "anything stitchgen
+refused") and keep a builtin base for code that catches those.
+"""
 
 from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["BindingError", "CodegenError", "TemplateError"]
+__all__ = [
+    "ArtifactError",
+    "BindingError",
+    "CodegenError",
+    "ProgramError",
+    "StitchgenError",
+    "TemplateError",
+    "describe_node",
+]
 
 
 def describe_node(node: Any) -> str:
@@ -17,7 +29,11 @@ def describe_node(node: Any) -> str:
     return f"node {node.name!r} (op {node.op}, target {target})"
 
 
-class CodegenError(RuntimeError):
+class StitchgenError(Exception):
+    """The base of every error stitchgen raises on purpose."""
+
+
+class CodegenError(StitchgenError, RuntimeError):
     """A graph stitchgen cannot generate code for. ``node`` is the FX node at
     fault, when there is one; the message names it (name, op, target)."""
 
@@ -28,12 +44,12 @@ class CodegenError(RuntimeError):
         super().__init__(message)
 
 
-class BindingError(ValueError):
+class BindingError(StitchgenError, ValueError):
     """A submodule or constant binding is missing, unexpected or invalid when
     a generated function is loaded."""
 
 
-class TemplateError(RuntimeError):
+class TemplateError(StitchgenError, RuntimeError):
     """A template failed to load, parse or render. The message starts with
     ``<template file>:<line>``; nothing is compiled when this is raised."""
 
@@ -41,3 +57,14 @@ class TemplateError(RuntimeError):
         self.template = template
         self.lineno = lineno
         super().__init__(message)
+
+
+class ArtifactError(StitchgenError, ValueError):
+    """An artifact that cannot be saved or trusted; the message says which
+    file or constant, and why."""
+
+
+class ProgramError(StitchgenError, ValueError):
+    """A :class:`~stitchgen.ir.Program` that breaks an IR invariant; the
+    message names the function, the statement and the pass that ran last
+    (see :func:`stitchgen.ir.verify`)."""

@@ -62,7 +62,7 @@ class Entry:
 
     def code(self, device: str = "cpu") -> str:
         """The golden code: ``generate(..., format=True)``."""
-        from .generate import generate
+        from .pipeline import generate
 
         case = self.build(device)
         templates = self.templates() if self.templates else None

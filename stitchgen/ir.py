@@ -7,19 +7,80 @@ plain data: printable, comparable, hashable and, through :func:`to_json` /
 one exception: they travel beside the program (``Program.const_values``), never
 inside the JSON.
 
-Each statement class names the template macro that renders it
-(``template: ClassVar[str]``), so a new kind of statement touches one class and
-one macro.
+Each statement class names the template block that renders it
+(``template: ClassVar[str]``), and each field says what it holds
+(``field(metadata=...)``: an expression, expressions, keyword pairs, the
+local it assigns, the locals it deletes, or plain information). One generic
+walker reads those roles — :func:`map_expr`, :func:`map_stmt`,
+:func:`map_bodies`, :func:`reads`, :func:`writes` — so every pass rebuilds
+statements through it and a field added to a class is carried by all of
+them. A new kind of statement touches its class, its block in
+``function.py.j2`` and its branch in ``emitter.py``; a kind with no block is
+a :class:`~stitchgen.errors.TemplateError`, never silent.
+:func:`verify` checks a program's invariants (the passes' contract).
 """
 
 from __future__ import annotations
 
 import base64
 import dataclasses
+import functools
 import math
-from collections.abc import Callable
+import typing
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
+
+from .errors import ProgramError
+
+__all__ = [
+    "Assign",
+    "Call",
+    "Callee",
+    "ConstDecl",
+    "ConstRef",
+    "Del",
+    "DictExpr",
+    "Expr",
+    "Function",
+    "FunctionRef",
+    "GetItem",
+    "GlobalRef",
+    "ListExpr",
+    "Literal",
+    "MethodRef",
+    "Name",
+    "PRIMITIVE_TYPES",
+    "Param",
+    "Program",
+    "Return",
+    "STATEMENTS",
+    "SliceExpr",
+    "Stmt",
+    "SubmodDecl",
+    "SubmodRef",
+    "TupleExpr",
+    "defines",
+    "deletes",
+    "expr_names",
+    "from_json",
+    "map_bodies",
+    "map_expr",
+    "map_stmt",
+    "reads",
+    "to_json",
+    "verify",
+    "writes",
+]
+
+# what a field holds, for the walker (``field(metadata=...)``); a field
+# without a role is plain information the walker leaves alone
+_EXPR = {"role": "expr"}  # one expression (or callee)
+_EXPRS = {"role": "exprs"}  # a tuple of expressions
+_PAIRS = {"role": "pairs"}  # a tuple of (expression, expression) pairs
+_KWARGS = {"role": "kwargs"}  # a tuple of (keyword, expression) pairs
+_TARGET = {"role": "target"}  # the local a statement assigns
+_DELETES = {"role": "deletes"}  # the locals a statement deletes
 
 # --------------------------------------------------------------------------
 # expressions
@@ -79,24 +140,24 @@ class GlobalRef:
 
 @dataclass(frozen=True)
 class TupleExpr:
-    items: tuple[Expr, ...]
+    items: tuple[Expr, ...] = field(metadata=_EXPRS)
 
 
 @dataclass(frozen=True)
 class ListExpr:
-    items: tuple[Expr, ...]
+    items: tuple[Expr, ...] = field(metadata=_EXPRS)
 
 
 @dataclass(frozen=True)
 class DictExpr:
-    items: tuple[tuple[Expr, Expr], ...]
+    items: tuple[tuple[Expr, Expr], ...] = field(metadata=_PAIRS)
 
 
 @dataclass(frozen=True)
 class SliceExpr:
-    start: Expr
-    stop: Expr
-    step: Expr
+    start: Expr = field(metadata=_EXPR)
+    stop: Expr = field(metadata=_EXPR)
+    step: Expr = field(metadata=_EXPR)
 
 
 Expr = Name | Literal | ConstRef | GlobalRef | TupleExpr | ListExpr | DictExpr | SliceExpr
@@ -125,7 +186,7 @@ class FunctionRef:
 class MethodRef:
     """``receiver.method(...)`` (FX ``call_method``)."""
 
-    receiver: Expr
+    receiver: Expr = field(metadata=_EXPR)
     method: str
 
 
@@ -139,8 +200,8 @@ Callee = SubmodRef | FunctionRef | GlobalRef | ConstRef | MethodRef
 class Assign:
     """``target = value``"""
 
-    target: str
-    value: Expr
+    target: str = field(metadata=_TARGET)
+    value: Expr = field(metadata=_EXPR)
     template: ClassVar[str] = "assign"  # the template block that renders it
 
 
@@ -148,10 +209,10 @@ class Assign:
 class Call:
     """``target = callee(*args, **kwargs)``; ``node`` is the FX node's name."""
 
-    target: str
-    callee: Callee
-    args: tuple[Expr, ...] = ()
-    kwargs: tuple[tuple[str, Expr], ...] = ()
+    target: str = field(metadata=_TARGET)
+    callee: Callee = field(metadata=_EXPR)
+    args: tuple[Expr, ...] = field(default=(), metadata=_EXPRS)
+    kwargs: tuple[tuple[str, Expr], ...] = field(default=(), metadata=_KWARGS)
     node: str = ""
     template: ClassVar[str] = "call"
 
@@ -170,9 +231,9 @@ class Call:
 class GetItem:
     """``target = obj[index]``"""
 
-    target: str
-    obj: Expr
-    index: Expr
+    target: str = field(metadata=_TARGET)
+    obj: Expr = field(metadata=_EXPR)
+    index: Expr = field(metadata=_EXPR)
     template: ClassVar[str] = "getitem"
 
 
@@ -180,13 +241,15 @@ class GetItem:
 class Del:
     """``del names...`` — emitted by the liveness pass."""
 
-    names: tuple[str, ...]
+    names: tuple[str, ...] = field(metadata=_DELETES)
     template: ClassVar[str] = "del"
 
 
 @dataclass(frozen=True)
 class Return:
-    value: Expr
+    """``return value``"""
+
+    value: Expr = field(metadata=_EXPR)
     template: ClassVar[str] = "return"
 
 
@@ -282,7 +345,93 @@ class Program:
 
 
 # --------------------------------------------------------------------------
-# traversal helpers
+# the walker: every pass goes through these
+
+
+@functools.cache
+def _roles(cls: type) -> tuple[tuple[str, str], ...]:
+    """``(field, role)`` for the fields of ``cls`` the walker visits."""
+    if not dataclasses.is_dataclass(cls):
+        raise TypeError(f"{cls.__name__} is not an IR class")
+    return tuple(
+        (f.name, f.metadata["role"]) for f in dataclasses.fields(cls) if "role" in f.metadata
+    )
+
+
+def _map_field(value: Any, role: str, fn: Callable[[Any], Any]) -> Any:
+    if role == "expr":
+        return fn(value)
+    if role == "exprs":
+        return tuple([fn(x) for x in value])
+    if role == "pairs":
+        return tuple([(fn(k), fn(v)) for k, v in value])
+    if role == "kwargs":
+        return tuple([(k, fn(v)) for k, v in value])
+    return value
+
+
+def map_expr(expr: Any, leaf: Callable[[Any], Any]) -> Any:
+    """``expr`` rebuilt with ``leaf`` applied to every leaf (``Name``,
+    ``Literal``, ``ConstRef``, ``GlobalRef``, ``SubmodRef``,
+    ``FunctionRef``); displays, slices and method receivers — any class
+    with expression fields — are walked and rebuilt."""
+    roles = _roles(type(expr))
+    if not roles:
+        return leaf(expr)
+    walk = functools.partial(map_expr, leaf=leaf)
+    return dataclasses.replace(
+        expr, **{name: _map_field(getattr(expr, name), role, walk) for name, role in roles}
+    )
+
+
+def map_stmt(
+    stmt: Stmt,
+    expr: Callable[[Any], Any] | None = None,
+    local: Callable[[str], str] | None = None,
+) -> Stmt:
+    """``stmt`` rebuilt with ``expr`` applied to each of its expressions
+    (whole: combine with :func:`map_expr` to reach leaves) and ``local`` to
+    each local it assigns or deletes; every other field is kept."""
+    changes: dict[str, Any] = {}
+    for name, role in _roles(type(stmt)):
+        value = getattr(stmt, name)
+        if role == "target":
+            if local is not None:
+                changes[name] = local(value)
+        elif role == "deletes":
+            if local is not None:
+                changes[name] = tuple([local(n) for n in value])
+        elif expr is not None:
+            changes[name] = _map_field(value, role, expr)
+    return dataclasses.replace(stmt, **changes) if changes else stmt
+
+
+def map_bodies(program: Program, fn: Callable[[Stmt], Iterable[Stmt]]) -> Program:
+    """``program`` with every statement of every function replaced by what
+    ``fn`` returns for it (zero, one or more statements)."""
+    functions = tuple(
+        dataclasses.replace(f, body=tuple(out for s in f.body for out in fn(s)))
+        for f in program.functions
+    )
+    return dataclasses.replace(program, functions=functions)
+
+
+def _collect_names(expr: Any, out: list[str]) -> None:
+    kind = type(expr)
+    if kind is Name:
+        out.append(expr.id)
+        return
+    for name, role in _roles(kind):
+        value = getattr(expr, name)
+        if role == "expr":
+            _collect_names(value, out)
+        elif role == "exprs":
+            for item in value:
+                _collect_names(item, out)
+        elif role == "pairs":
+            for key, item in value:
+                _collect_names(key, out)
+                _collect_names(item, out)
 
 
 def expr_names(expr: Any) -> list[str]:
@@ -292,69 +441,129 @@ def expr_names(expr: Any) -> list[str]:
     return out
 
 
-def _collect_names(expr: Any, out: list[str]) -> None:
-    kind = type(expr)
-    if kind is Name:
-        out.append(expr.id)
-    elif kind is TupleExpr or kind is ListExpr:
-        for item in expr.items:
-            _collect_names(item, out)
-    elif kind is DictExpr:
-        for key, value in expr.items:
-            _collect_names(key, out)
-            _collect_names(value, out)
-    elif kind is SliceExpr:
-        _collect_names(expr.start, out)
-        _collect_names(expr.stop, out)
-        _collect_names(expr.step, out)
-    elif kind is MethodRef:
-        _collect_names(expr.receiver, out)
-
-
-def map_expr(expr: Any, leaf: Callable[[Any], Any]) -> Any:
-    """``expr`` rebuilt with ``leaf`` applied to every name and reference
-    (``Name``, ``ConstRef``, ``SubmodRef``, ``FunctionRef``; literals and
-    global references pass through ``leaf`` too); displays, slices and method
-    receivers are walked."""
-    if isinstance(expr, TupleExpr):
-        return TupleExpr(tuple(map_expr(x, leaf) for x in expr.items))
-    if isinstance(expr, ListExpr):
-        return ListExpr(tuple(map_expr(x, leaf) for x in expr.items))
-    if isinstance(expr, DictExpr):
-        return DictExpr(tuple((map_expr(k, leaf), map_expr(v, leaf)) for k, v in expr.items))
-    if isinstance(expr, SliceExpr):
-        return SliceExpr(
-            map_expr(expr.start, leaf), map_expr(expr.stop, leaf), map_expr(expr.step, leaf)
-        )
-    if isinstance(expr, MethodRef):
-        return MethodRef(map_expr(expr.receiver, leaf), expr.method)
-    return leaf(expr)
-
-
 def reads(stmt: Stmt) -> list[str]:
     """Local names a statement reads, in source order (repeats possible)."""
     out: list[str] = []
-    kind = type(stmt)
-    if kind is Call:
-        _collect_names(stmt.callee, out)
-        for arg in stmt.args:
-            if type(arg) is Name:  # the common case, without a call
-                out.append(arg.id)
-            else:
-                _collect_names(arg, out)
-        for _, value in stmt.kwargs:
+    for name, role in _roles(type(stmt)):
+        value = getattr(stmt, name)
+        if role == "expr":
             _collect_names(value, out)
-    elif kind is GetItem:
-        _collect_names(stmt.obj, out)
-        _collect_names(stmt.index, out)
-    elif kind is Assign or kind is Return:
-        _collect_names(stmt.value, out)
+        elif role == "exprs":
+            for item in value:
+                if type(item) is Name:  # the common case, without a call
+                    out.append(item.id)
+                else:
+                    _collect_names(item, out)
+        elif role == "kwargs":
+            for _, item in value:
+                _collect_names(item, out)
+    return out
+
+
+def writes(stmt: Stmt) -> list[str]:
+    """Local names a statement assigns."""
+    return [getattr(stmt, name) for name, role in _roles(type(stmt)) if role == "target"]
+
+
+def deletes(stmt: Stmt) -> list[str]:
+    """Local names a statement deletes."""
+    out: list[str] = []
+    for name, role in _roles(type(stmt)):
+        if role == "deletes":
+            out.extend(getattr(stmt, name))
     return out
 
 
 def defines(stmt: Stmt) -> str | None:
-    """The local name a statement assigns, if any."""
-    return getattr(stmt, "target", None)
+    """The local name a statement assigns, if any (statements assign one at most)."""
+    targets = writes(stmt)
+    return targets[0] if targets else None
+
+
+#: every statement class, from the ``Stmt`` union
+STATEMENTS: tuple[type, ...] = typing.get_args(Stmt)
+
+
+def verify(program: Program, *, after: str = "", named: bool = True) -> None:
+    """Check ``program``'s invariants; a :class:`~stitchgen.errors.ProgramError`
+    naming the function, the statement and ``after`` (the pass that ran last)
+    if one fails: every local read is defined before (a parameter or an
+    earlier statement's target) and not read after its ``del``; a local is
+    assigned once and deleted once; names are unique per scope (parameters,
+    functions, bindings); every binding reference is declared (index and
+    name); every call to an inlined function refers to one defined before
+    its caller; the entry is last and named ``program.name``. Module-level
+    names are checked for uniqueness only when ``named`` (after the naming
+    pass: before it they are hints)."""
+    where = f" after {after}" if after else ""
+
+    def fail(message: str) -> None:
+        raise ProgramError(f"program {program.name!r}{where}: {message}")
+
+    if not program.functions or program.entry.name != program.name:
+        fail("the entry function must come last and be named as the program")
+    module = [program.binder, *(s.name for s in program.submods)]
+    module += [c.name for c in program.consts] + [f.name for f in program.functions]
+    dupes = sorted({n for n in module if module.count(n) > 1})
+    if named and dupes:
+        fail(f"module-level names {dupes} are not unique")
+    if len(program.const_values) not in (0, len(program.consts)):
+        fail(f"{len(program.consts)} constants declared, {len(program.const_values)} bound")
+    for position, fn in enumerate(program.functions):
+        _verify_function(program, position, fn, fail)
+
+
+def _verify_function(
+    program: Program, position: int, fn: Function, fail: Callable[[str], None]
+) -> None:
+    live: set[str] = set()
+    seen: set[str] = set()
+    for p in fn.params:
+        if p.name in seen:
+            fail(f"function {fn.name!r}: parameter {p.name!r} appears twice")
+        seen.add(p.name)
+        live.add(p.name)
+    for i, stmt in enumerate(fn.body):
+        at = f"function {fn.name!r}, statement {i} ({type(stmt).__name__})"
+        if not isinstance(stmt, STATEMENTS):
+            fail(f"{at}: not an IR statement")
+        for name in reads(stmt):
+            if name not in live:
+                state = "after its del" if name in seen else "before it is defined"
+                fail(f"{at}: reads {name!r} {state}")
+        for leaf in _leaves(stmt):
+            _verify_ref(program, position, leaf, lambda m, at=at: fail(f"{at}: {m}"))
+        for name in deletes(stmt):
+            if name not in live:
+                fail(f"{at}: deletes {name!r}, which is not live")
+            live.discard(name)
+        for name in writes(stmt):
+            if name in seen:
+                fail(f"{at}: assigns {name!r} a second time")
+            seen.add(name)
+            live.add(name)
+    if not fn.body or type(fn.body[-1]) is not Return:
+        fail(f"function {fn.name!r} does not end with a return")
+
+
+def _leaves(stmt: Stmt) -> list[Any]:
+    out: list[Any] = []
+    map_stmt(stmt, expr=lambda e: map_expr(e, lambda leaf: out.append(leaf) or leaf))
+    return out
+
+
+def _verify_ref(program: Program, position: int, leaf: Any, fail: Callable[[str], None]) -> None:
+    kind = type(leaf)
+    if kind is SubmodRef:
+        decls: tuple[Any, ...] = program.submods
+    elif kind is ConstRef:
+        decls = program.consts
+    elif kind is FunctionRef:
+        decls = program.functions[:position]  # callees come before their callers
+    else:
+        return
+    if not 0 <= leaf.index < len(decls) or decls[leaf.index].name != leaf.name:
+        fail(f"{kind.__name__}({leaf.index}, {leaf.name!r}) is not declared as such")
 
 
 # --------------------------------------------------------------------------

@@ -11,7 +11,7 @@ import torch.fx as fx
 from torch.fx.passes.split_module import split_module
 
 from .errors import CodegenError
-from .literals import qualified_ref
+from .references import qualified_ref
 
 __all__ = ["SplitOp", "split_graph"]
 

@@ -1,5 +1,10 @@
+import os
+
 import pytest
 import torch
+
+# every pass's output is checked by ir.verify throughout the suite
+os.environ.setdefault("STITCHGEN_VERIFY", "1")
 
 
 def pytest_collection_modifyitems(config, items):

@@ -12,7 +12,7 @@ from oracle import assert_same
 
 import stitchgen
 from stitchgen.demo import split_decoder
-from stitchgen.naming import Namespace, sanitize
+from stitchgen.passes.naming import Namespace, sanitize
 
 
 def test_namespace_suffixes_taken_names_and_avoids_keywords_and_builtins():

@@ -8,7 +8,7 @@ import torch.fx as fx
 import stitchgen
 from stitchgen import TemplateError, ir
 from stitchgen.expressions import Writer
-from stitchgen.render import Templates, resolve_templates
+from stitchgen.rendering import Templates, resolve_templates
 
 expr_source = Writer().source
 subscript_source = Writer().subscript_source

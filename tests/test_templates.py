@@ -13,7 +13,7 @@ from oracle import assert_same
 import stitchgen
 from stitchgen import Code, TemplateError, Templates
 from stitchgen.cli import main
-from stitchgen.load import _code_object
+from stitchgen.loading import compile_cache_info
 
 
 def _gm():
@@ -91,13 +91,13 @@ def test_printing_a_raw_constant_is_refused_naming_template_and_line(tmp_path):
 
     with _use_lazy_graph_module(True):
         gm = _make_graph_module({}, graph)
-    misses = _code_object.cache_info().misses
+    misses = compile_cache_info().misses
     with pytest.raises(
         TemplateError, match=r"function\.py\.j2:3: unsafe output: .*raw str"
     ) as info:
         stitchgen.compile(gm, template_dirs=[tmp_path])
     assert info.value.template.endswith("function.py.j2") and info.value.lineno == 3
-    assert _code_object.cache_info().misses == misses  # nothing was compiled
+    assert compile_cache_info().misses == misses  # nothing was compiled
 
 
 def test_a_string_constant_cannot_be_printed_as_code(tmp_path):
@@ -203,9 +203,9 @@ def test_generate_compiles_once_and_load_reuses_it():
     generated = stitchgen.generate(_gm(), format=False)
     assert generated.code_object is not None
     assert generated.code_object.co_filename.startswith("<stitchgen:execution_fn:")
-    misses = _code_object.cache_info().misses
+    misses = compile_cache_info().misses
     assert stitchgen.load(generated)(2) == 6
-    assert _code_object.cache_info().misses == misses
+    assert compile_cache_info().misses == misses
 
 
 def test_profiled_with_flatten_warns_which_pieces_record_no_range():

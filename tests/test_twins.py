@@ -9,7 +9,7 @@ import torch.fx as fx
 from oracle import assert_same
 
 import stitchgen
-from stitchgen.lower import fingerprint
+from stitchgen.lowering import fingerprint
 
 
 def piece(scale, *, constant=None, name="a"):

@@ -17,7 +17,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from .ir import (
+from ..ir import (
     Assign,
     Call,
     ConstRef,
@@ -34,13 +34,14 @@ from .ir import (
     TupleExpr,
     defines,
     map_expr,
+    map_stmt,
     reads,
 )
 
-__all__ = ["flatten"]
+__all__ = ["splice_inlined"]
 
 
-def flatten(program: Program) -> Program:
+def splice_inlined(program: Program) -> Program:
     """``program`` with every spliceable call to an inlined function spliced."""
     done: dict[str, Function] = {}
     for fn in program.functions:  # callees come before their callers
@@ -66,13 +67,13 @@ def _reachable(entry: Function, functions: dict[str, Function]) -> set[str]:
 
 
 def _reindex(fn: Function, index: dict[str, int]) -> Function:
-    def fix(stmt: Stmt) -> Stmt:
-        if isinstance(stmt, Call) and isinstance(stmt.callee, FunctionRef):
-            callee = FunctionRef(index[stmt.callee.name], stmt.callee.name)
-            return dataclasses.replace(stmt, callee=callee)
-        return stmt
+    def fix(leaf: Any) -> Any:
+        if isinstance(leaf, FunctionRef):
+            return FunctionRef(index[leaf.name], leaf.name)
+        return leaf
 
-    return dataclasses.replace(fn, body=tuple(fix(s) for s in fn.body))
+    body = tuple(map_stmt(s, expr=lambda e: map_expr(e, fix)) for s in fn.body)
+    return dataclasses.replace(fn, body=body)
 
 
 def _is_simple(e: Any) -> bool:
@@ -194,20 +195,4 @@ def _target(name: str, rename: dict[str, Any]) -> str:
 def _substitute(stmt: Stmt, rename: dict[str, Any]) -> Stmt:
     if not rename:
         return stmt
-    if isinstance(stmt, Call):
-        return Call(
-            _target(stmt.target, rename),
-            _expr(stmt.callee, rename),
-            tuple(_expr(a, rename) for a in stmt.args),
-            tuple((k, _expr(v, rename)) for k, v in stmt.kwargs),
-            stmt.node,
-        )
-    if isinstance(stmt, GetItem):
-        return GetItem(
-            _target(stmt.target, rename), _expr(stmt.obj, rename), _expr(stmt.index, rename)
-        )
-    if isinstance(stmt, Assign):
-        return Assign(_target(stmt.target, rename), _expr(stmt.value, rename))
-    if isinstance(stmt, Return):
-        return Return(_expr(stmt.value, rename))
-    return stmt
+    return map_stmt(stmt, expr=lambda e: _expr(e, rename), local=lambda name: _target(name, rename))

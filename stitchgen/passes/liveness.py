@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from .ir import Del, Function, Program, Return, Stmt, defines, reads
+from ..ir import Del, Function, Program, Return, Stmt, defines, reads
 
 __all__ = ["insert_dels"]
 

@@ -28,8 +28,8 @@ from typing import Any
 import torch.fx as fx
 
 from .errors import CodegenError
-from .generate import compile, generate
-from .render import resolve_templates
+from .pipeline import compile, generate
+from .rendering import resolve_templates
 from .split import SplitOp, split_graph
 
 __all__ = ["backend"]

@@ -1,5 +1,7 @@
-"""The pipeline drivers: ``generate`` (graph → source) and ``compile``
-(graph → callable)."""
+"""The pipeline: graph → raw program (``lowering``) → passes (``passes``) →
+source (``rendering``) → callable (``loading``). Its drivers: ``lower``
+(graph → program ready to render), ``generate`` (graph → source) and
+``compile`` (graph → callable)."""
 
 from __future__ import annotations
 
@@ -7,58 +9,60 @@ import os
 import types
 import warnings
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import torch.fx as fx
 
 from . import collector
+from .conventions import CLOSURE, Convention
 from .errors import TemplateError
+from .generated import Generated
 from .ir import Call, Program
-from .load import compile_source, load
-from .lower import ConstPool, fetch_attr, lower
-from .render import Templates, render, resolve_templates
+from .loading import compile_source, load
+from .lowering import ConstPool, build_program, fetch_attr
+from .passes import Pass, run_passes
+from .rendering import Templates, render, resolve_templates
 
-__all__ = ["Generated", "compile", "generate"]
+__all__ = ["Generated", "compile", "generate", "lower"]
 
 
-@dataclass(frozen=True)
-class Generated:
-    """Generated code and what it needs to run.
+def lower(
+    gm: fx.GraphModule,
+    *,
+    name: str = "execution_fn",
+    opaque: Sequence[str] = (),
+    names: Mapping[str, str] | None = None,
+    reserve: Sequence[str] = (),
+    boxed: bool = False,
+    inline: str = "call",
+    convention: Convention = CLOSURE,
+    const_pool: ConstPool | None = None,
+    passes: Sequence[Pass] = (),
+) -> Program:
+    """``gm`` as a program ready to render: the raw program
+    (:func:`stitchgen.lowering.build_program`, which documents the options)
+    through the passes (:mod:`stitchgen.passes`: ``flatten`` with
+    ``inline="flatten"``, then ``passes`` — yours, in order — then liveness
+    and naming).
 
-    ``submod_names`` are the qualified names of the children called through
-    bindings (in binding order; the vllm convention lists inlined children
-    too, in first-call order), ``consts`` the lifted constant objects (in
-    binding order), ``submods`` the children found on the graph module, used
-    by :func:`stitchgen.load` when no other binding is given (children named
-    in ``opaque`` have none: the caller binds them). ``convention`` names how
-    the code receives its bindings (``"closure"``, or ``"vllm"`` for the
-    vllm template variant; see :mod:`stitchgen.conventions`).
+    >>> import torch, torch.fx as fx, stitchgen
+    >>> program = stitchgen.lower(fx.symbolic_trace(lambda x: torch.relu(x) + 1))
+    >>> [p.name for p in program.entry.params], program.entry.body[-1]
+    (['x'], Return(value=Name(id='add')))
     """
-
-    code: str
-    submod_names: list[str]
-    consts: list[Any]
-    program: Program
-    submods: Mapping[str, Callable[..., Any]] = field(default_factory=dict, repr=False)
-    convention: str = "closure"
-    #: the templates that rendered ``code`` (None when read from an artifact)
-    templates: Templates | None = field(default=None, repr=False, compare=False)
-    #: ``code`` already compiled (by ``generate``'s check, or from an
-    #: artifact), so loading does not compile it again
-    code_object: types.CodeType | None = field(default=None, repr=False, compare=False)
-
-    @property
-    def name(self) -> str:
-        return self.program.name
-
-    def save(self, path: str | os.PathLike[str], *, key: bytes | None = None) -> Path:
-        """Save as an artifact directory for a compile cache; see
-        :func:`stitchgen.load_artifact`. ``key`` signs it (HMAC-SHA256)."""
-        from .artifact import save_artifact
-
-        return save_artifact(self, path, key=key)
+    if inline not in ("call", "flatten"):
+        raise ValueError(f"inline must be 'call' or 'flatten', not {inline!r}")
+    program = build_program(
+        gm,
+        name=name,
+        opaque=opaque,
+        names=names,
+        reserve=reserve,
+        boxed=boxed,
+        convention=convention,
+        const_pool=const_pool,
+    )
+    return run_passes(program, inline=inline, extra=passes)
 
 
 def generate(
@@ -72,6 +76,7 @@ def generate(
     boxed: bool = False,
     inline: str = "call",
     const_pool: ConstPool | None = None,
+    passes: Sequence[Pass] = (),
 ) -> Generated:
     """Lower and render ``gm``. ``templates`` is a :class:`stitchgen.Templates`
     or a shipped variant's name (``"profiled"``, ``"vllm"``); ``opaque`` names
@@ -80,7 +85,8 @@ def generate(
     clears (so the caller's list does not keep them alive);
     ``inline="flatten"`` splices inlined pieces into their callers;
     ``const_pool`` continues the constants of code generated before (see
-    :class:`stitchgen.lower.ConstPool`; ``stitchgen.compat`` uses it).
+    :class:`stitchgen.lowering.ConstPool`; ``stitchgen.compat`` uses it);
+    ``passes`` are yours, run on the raw program (see :mod:`stitchgen.passes`).
 
     >>> import torch.fx as fx, stitchgen
     >>> generated = stitchgen.generate(fx.symbolic_trace(lambda x: x + 1))
@@ -89,7 +95,7 @@ def generate(
     """
     templates = resolve_templates(templates, template_dirs)
     with collector.paused():  # see collector.py: no full collection on our account
-        return _generate(gm, name, format, templates, opaque, boxed, inline, const_pool)
+        return _generate(gm, name, format, templates, opaque, boxed, inline, const_pool, passes)
 
 
 def _generate(
@@ -100,7 +106,8 @@ def _generate(
     opaque: Sequence[str],
     boxed: bool,
     inline: str,
-    const_pool: ConstPool | None = None,
+    const_pool: ConstPool | None,
+    passes: Sequence[Pass],
 ) -> Generated:
     program = lower(
         gm,
@@ -112,6 +119,7 @@ def _generate(
         inline=inline,
         convention=templates.convention,
         const_pool=const_pool,
+        passes=passes,
     )
     if inline == "flatten" and templates.variant == "profiled":
         _warn_unprofiled(gm, program)

@@ -6,8 +6,8 @@ up to parameter names, see :func:`fingerprint` — share one function) and
 which are called through a binding, how each constant is written (inline literal, exact
 qualified name, or lifted binding — see ``literals.py``), and what every FX
 argument becomes as an IR expression. Names stay the FX node names here; the
-``naming`` pass makes them valid and collision-free, the ``liveness`` pass adds
-the dels.
+passes (:mod:`stitchgen.passes`) add the dels and make the names valid and
+collision-free.
 """
 
 from __future__ import annotations
@@ -25,10 +25,8 @@ import torch.fx._pytree as fx_pytree
 import torch.utils._pytree as pytree
 from torch.fx.immutable_collections import immutable_dict, immutable_list
 
-from . import liveness, naming
-from .conventions import CLOSURE, Convention
+from .conventions import CLOSURE, NAME_FORMATS, Convention, name_formats
 from .errors import CodegenError
-from .flatten import flatten
 from .ir import (
     Assign,
     Call,
@@ -53,28 +51,18 @@ from .ir import (
     SubmodRef,
     TupleExpr,
 )
-from .literals import is_primitive, qualified_ref
+from .literals import is_primitive
+from .references import qualified_ref
 
 __all__ = [
     "NAME_FORMATS",
     "ConstPool",
+    "build_program",
     "fetch_attr",
     "fingerprint",
     "is_inlinable",
-    "lower",
-    "name_formats",
     "pytree_info",
 ]
-
-#: how helpers and bindings are named before the naming pass makes the names
-#: valid and unique; override any of them with ``lower(..., names=...)``
-#: (``inlined`` may use ``{path}`` and ``{index}``, its place among the functions)
-NAME_FORMATS = {
-    "binder": "bind",
-    "submod": "call_{path}",
-    "inlined": "inlined_{path}",
-    "const": "const_{hint}",
-}
 
 _Node = fx.Node
 _LISTS = (list, immutable_list)
@@ -93,7 +81,7 @@ class ConstPool:
     index: Mapping[int, int] = dataclasses.field(default_factory=dict)
 
 
-def lower(
+def build_program(
     gm: fx.GraphModule,
     *,
     name: str = "execution_fn",
@@ -101,11 +89,11 @@ def lower(
     names: Mapping[str, str] | None = None,
     reserve: Iterable[str] = (),
     boxed: bool = False,
-    inline: str = "call",
     convention: Convention = CLOSURE,
     const_pool: ConstPool | None = None,
 ) -> Program:
-    """Lower ``gm``'s graph to a program whose entry function is ``name``.
+    """The raw program for ``gm``'s graph, whose entry function is ``name``:
+    FX names, no dels — what the passes (:mod:`stitchgen.passes`) take.
 
     Children named in ``opaque`` (qualified names, e.g. ``"submod_1"``) are
     called through bindings; other ``GraphModule`` children are inlined
@@ -114,19 +102,16 @@ def lower(
     name, and the formats of binding and inlined-function names); ``reserve``
     adds names no identifier may take. ``boxed`` gives the entry function
     the boxed-inputs convention (one list argument, cleared on entry, as
-    Inductor's ``call(args)``). ``inline="flatten"`` splices inlined pieces
-    into their callers where that is the same program (see ``flatten.py``);
-    the default ``"call"`` keeps each as a nested function. ``convention``
+    Inductor's ``call(args)``). ``convention``
     (:mod:`stitchgen.conventions`) brings its helper names (reserved), its
     name formats and its constant policy; ``const_pool`` continues the
-    numbering of constants shared with earlier code. The result has already been through
-    the liveness and naming passes, so it is ready to render.
+    numbering of constants shared with earlier code.
 
     >>> import torch, torch.fx as fx
     >>> gm = fx.symbolic_trace(lambda x: torch.relu(x) + 1)
-    >>> program = lower(gm)
-    >>> [p.name for p in program.entry.params]
-    ['x']
+    >>> program = build_program(gm)
+    >>> [p.name for p in program.entry.params], program.entry.body[-1]
+    (['x'], Return(value=Name(id='add')))
     """
     if not isinstance(gm, fx.GraphModule):
         raise TypeError(
@@ -135,8 +120,6 @@ def lower(
         )
     if not isinstance(name, str) or not name.isidentifier() or keyword.iskeyword(name):
         raise ValueError(f"function name must be a Python identifier, got {name!r}")
-    if inline not in ("call", "flatten"):
-        raise ValueError(f"inline must be 'call' or 'flatten', not {inline!r}")
     formats = name_formats({**convention.names, **(names or {})})
     lowerer = _Lowerer(frozenset(opaque), formats, convention)
     if const_pool is not None:
@@ -159,7 +142,7 @@ def lower(
             f"no call_module node calls {sorted(unused)}; the graph calls "
             f"{sorted(lowerer.submod_index) + sorted(lowerer.inlined_index)}"
         )
-    program = Program(
+    return Program(
         name=name,
         binder=formats["binder"],
         imports=tuple(sorted(lowerer.imports)),
@@ -169,25 +152,6 @@ def lower(
         reserved=tuple(sorted({*reserve, *convention.helpers})),
         const_values=tuple(lowerer.const_values),
     )
-    if inline == "flatten":
-        program = flatten(program)
-    program = liveness.insert_dels(program)
-    return naming.assign_names(program)
-
-
-def name_formats(overrides: Mapping[str, str] | None) -> dict[str, str]:
-    """:data:`NAME_FORMATS` with ``overrides`` applied (unknown keys refused)."""
-    unknown = sorted(set(overrides or {}) - set(NAME_FORMATS))
-    if unknown:
-        raise ValueError(f"unknown name formats {unknown}; known: {sorted(NAME_FORMATS)}")
-    formats = {**NAME_FORMATS, **(overrides or {})}
-    inlined = formats["inlined"]
-    if "{path}" not in inlined and "{index}" not in inlined:
-        raise ValueError(
-            f"name format 'inlined' ({inlined!r}) must contain {{path}} or {{index}}: "
-            "each inlined function needs a name of its own"
-        )
-    return formats
 
 
 def fetch_attr(owner: torch.nn.Module, target: str) -> Any:

@@ -19,23 +19,19 @@ import keyword
 import re
 from typing import Any
 
-from .ir import (
-    Assign,
-    Call,
+from ..ir import (
     ConstDecl,
     ConstRef,
-    Del,
     Function,
     FunctionRef,
-    GetItem,
     Name,
     Param,
     Program,
-    Return,
     Stmt,
     SubmodDecl,
     SubmodRef,
     map_expr,
+    map_stmt,
 )
 
 __all__ = ["RESERVED", "Namespace", "assign_names"]
@@ -194,22 +190,10 @@ class _Renamer:
         return e  # Literal, GlobalRef
 
     def stmt(self, s: Stmt) -> Stmt:
-        if isinstance(s, Call):
-            callee = self.expr(s.callee)
-            kw = self.keywords.get(callee.name, {}) if isinstance(callee, FunctionRef) else {}
-            return Call(
-                self.locals[s.target],
-                callee,
-                tuple(self.expr(a) for a in s.args),
-                tuple((kw.get(k, k), self.expr(v)) for k, v in s.kwargs),
-                s.node,
-            )
-        if isinstance(s, GetItem):
-            return GetItem(self.locals[s.target], self.expr(s.obj), self.expr(s.index))
-        if isinstance(s, Assign):
-            return Assign(self.locals[s.target], self.expr(s.value))
-        if isinstance(s, Del):
-            return Del(tuple(self.locals[n] for n in s.names))
-        if isinstance(s, Return):
-            return Return(self.expr(s.value))
-        raise TypeError(f"unknown statement {type(s).__name__}")
+        renamed = map_stmt(s, expr=self.expr, local=self.locals.__getitem__)
+        callee = getattr(renamed, "callee", None)
+        if isinstance(callee, FunctionRef) and renamed.kwargs:  # type: ignore[union-attr]
+            kw = self.keywords.get(callee.name, {})  # the callee's parameters were renamed
+            pairs = tuple((kw.get(k, k), v) for k, v in renamed.kwargs)  # type: ignore[union-attr]
+            renamed = dataclasses.replace(renamed, kwargs=pairs)
+        return renamed

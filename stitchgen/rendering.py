@@ -33,13 +33,12 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
-from .conventions import CLOSURE, VLLM, Convention
+from .conventions import CLOSURE, VLLM, Convention, name_formats
 from .emitter import emit
 from .errors import TemplateError
 from .expressions import Code, Writer
 from .ir import Program
 from .layout import Unsure
-from .lower import name_formats
 
 if TYPE_CHECKING:
     import jinja2

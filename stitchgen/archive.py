@@ -1,0 +1,204 @@
+"""Artifacts on disk: writing one, and reading one back verified (digests,
+versions, signature, imports) — the format is described in
+:mod:`stitchgen.artifact`, which turns what this reads into a
+``Generated`` or a callable."""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import importlib.util
+import io
+import json
+import marshal
+import os
+import shutil
+import sys
+import tempfile
+import types
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import torch
+
+from . import ir
+from .conventions import convention_named
+from .errors import ArtifactError
+from .loading import compile_source
+from .version import __version__
+
+if TYPE_CHECKING:
+    from .generated import Generated
+
+__all__ = ["FORMAT", "VERSION", "Verified", "open_artifact", "save_artifact", "verified_file"]
+
+FORMAT = "stitchgen-artifact"
+VERSION = 1
+
+
+def _digest(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def _marshal_name() -> str:
+    return f"code.{sys.implementation.cache_tag}.bin"
+
+
+def _versions() -> dict[str, str]:
+    return {
+        "stitchgen": __version__,
+        "torch": torch.__version__.split("+")[0],
+        "python": f"{sys.version_info.major}.{sys.version_info.minor}",
+    }
+
+
+def _consts_bytes(generated: Generated) -> bytes:
+    decls = generated.program.consts
+    for decl, value in zip(decls, generated.consts, strict=True):
+        buffer = io.BytesIO()
+        try:
+            torch.save(value, buffer)
+            buffer.seek(0)
+            torch.load(buffer, weights_only=True)
+        except Exception as exc:
+            raise ArtifactError(
+                f"constant {decl.name} ({decl.description}) cannot be stored safely "
+                f"(torch.save + weights_only load: {type(exc).__name__}: "
+                f"{str(exc).splitlines()[0] if str(exc) else ''})"
+            ) from None
+    buffer = io.BytesIO()
+    torch.save(list(generated.consts), buffer)
+    return buffer.getvalue()
+
+
+def _sign(manifest: dict[str, Any], key: bytes) -> str:
+    body = json.dumps({k: v for k, v in manifest.items() if k != "hmac"}, sort_keys=True)
+    return hmac.new(key, body.encode(), hashlib.sha256).hexdigest()
+
+
+def save_artifact(
+    generated: Generated, path: str | os.PathLike[str], *, key: bytes | None = None
+) -> Path:
+    """Write ``generated`` to the directory ``path`` (replaced atomically)."""
+    templates = generated.templates
+    if templates is not None and (templates.dirs or templates.filters or templates.globals):
+        raise ArtifactError(
+            "artifacts hold code from stitchgen's own templates (built-in or a shipped "
+            f"variant); this code was rendered with {templates!r}"
+        )
+    code = generated.code.encode("utf-8")
+    consts = _consts_bytes(generated)
+    compiled = marshal.dumps(compile_source(generated.code, generated.name))
+    program = json.dumps(ir.to_json(generated.program)).encode("utf-8")
+    files = {
+        "code.py": code,
+        "consts.pt": consts,
+        "program.json": program,
+        _marshal_name(): compiled,
+    }
+    manifest: dict[str, Any] = {
+        "format": FORMAT,
+        "version": VERSION,
+        "versions": _versions(),
+        "magic": importlib.util.MAGIC_NUMBER.hex(),
+        "name": generated.name,
+        **convention_named(generated.convention).manifest(
+            generated.program.binder, [s.path for s in generated.program.submods if s.inlined]
+        ),
+        "variant": templates.variant if templates is not None else None,
+        "submod_names": list(generated.submod_names),
+        "const_count": len(generated.consts),
+        "imports": list(generated.program.imports),
+        "digests": {name: _digest(data) for name, data in files.items()},
+    }
+    if key is not None:
+        manifest["hmac"] = _sign(manifest, key)
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=".stitchgen-", dir=target.parent))
+    try:
+        for name, data in files.items():
+            (staging / name).write_bytes(data)
+        (staging / "manifest.json").write_text(json.dumps(manifest, indent=1, sort_keys=True))
+        if target.exists():
+            shutil.rmtree(target)
+        os.replace(staging, target)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+    return target
+
+
+def _read(path: Path, name: str) -> bytes:
+    try:
+        return (path / name).read_bytes()
+    except OSError as exc:
+        reason = exc.strerror or exc
+        raise ArtifactError(f"artifact {path}: cannot read {name} ({reason})") from None
+
+
+@dataclass
+class Verified:
+    """An artifact's parts, checked: what the warm start needs."""
+
+    root: Path
+    manifest: dict[str, Any]
+    code: str
+    consts: list[Any]
+    code_object: types.CodeType | None
+
+
+def verified_file(root: Path, manifest: dict[str, Any], name: str) -> bytes:
+    data = _read(root, name)
+    if manifest.get("digests", {}).get(name) != _digest(data):
+        raise ArtifactError(f"artifact {root}: {name} does not match its digest (corrupt, edited)")
+    return data
+
+
+def open_artifact(root: Path, key: bytes | None, allow_imports: Iterable[str]) -> Verified:
+    try:
+        manifest = json.loads(_read(root, "manifest.json"))
+    except json.JSONDecodeError as exc:
+        raise ArtifactError(f"artifact {root}: manifest.json is corrupt ({exc})") from None
+    if not isinstance(manifest, dict) or manifest.get("format") != FORMAT:
+        raise ArtifactError(f"artifact {root}: not a stitchgen artifact")
+    if manifest.get("version") != VERSION:
+        raise ArtifactError(
+            f"artifact {root}: format version {manifest.get('version')!r}, this stitchgen "
+            f"reads version {VERSION}; regenerate it"
+        )
+    if "hmac" in manifest or key is not None:
+        if key is None:
+            raise ArtifactError(f"artifact {root} is signed: pass its key")
+        if not hmac.compare_digest(str(manifest.get("hmac", "")), _sign(manifest, key)):
+            raise ArtifactError(f"artifact {root}: signature mismatch (tampered, or another key)")
+    mine = _versions()
+    if manifest.get("versions") != mine:
+        raise ArtifactError(
+            f"artifact {root} was made by {manifest.get('versions')}, this process runs "
+            f"{mine}; regenerate it"
+        )
+    code = verified_file(root, manifest, "code.py").decode("utf-8")
+    consts_data = verified_file(root, manifest, "consts.pt")
+    allowed = set(allow_imports)
+    missing = [m for m in manifest.get("imports", []) if m not in sys.modules and m not in allowed]
+    if missing:
+        raise ArtifactError(
+            f"artifact {root} imports {missing}, not imported in this process; import them "
+            "first or pass allow_imports"
+        )
+    try:
+        consts = torch.load(io.BytesIO(consts_data), weights_only=True)
+    except Exception as exc:
+        raise ArtifactError(f"artifact {root}: consts.pt cannot be loaded safely ({exc})") from None
+    if not isinstance(consts, list) or len(consts) != manifest.get("const_count"):
+        raise ArtifactError(f"artifact {root}: consts.pt does not hold the program's constants")
+    code_object = None
+    marshalled = _marshal_name()
+    if manifest.get("magic") == importlib.util.MAGIC_NUMBER.hex() and (root / marshalled).exists():
+        code_object = marshal.loads(verified_file(root, manifest, marshalled))
+        if not isinstance(code_object, types.CodeType):
+            raise ArtifactError(f"artifact {root}: {marshalled} is not a code object")
+    return Verified(root, manifest, code, consts, code_object)

@@ -1,0 +1,55 @@
+"""``Generated``: generated code and what it needs to run (what
+``generate`` returns, what an artifact stores)."""
+
+from __future__ import annotations
+
+import os
+import types
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from .archive import save_artifact
+from .ir import Program
+
+if TYPE_CHECKING:
+    from .rendering import Templates
+
+__all__ = ["Generated"]
+
+
+@dataclass(frozen=True)
+class Generated:
+    """Generated code and what it needs to run.
+
+    ``submod_names`` are the qualified names of the children called through
+    bindings (in binding order; the vllm convention lists inlined children
+    too, in first-call order), ``consts`` the lifted constant objects (in
+    binding order), ``submods`` the children found on the graph module, used
+    by :func:`stitchgen.load` when no other binding is given (children named
+    in ``opaque`` have none: the caller binds them). ``convention`` names how
+    the code receives its bindings (``"closure"``, or ``"vllm"`` for the
+    vllm template variant; see :mod:`stitchgen.conventions`).
+    """
+
+    code: str
+    submod_names: list[str]
+    consts: list[Any]
+    program: Program
+    submods: Mapping[str, Callable[..., Any]] = field(default_factory=dict, repr=False)
+    convention: str = "closure"
+    #: the templates that rendered ``code`` (None when read from an artifact)
+    templates: Templates | None = field(default=None, repr=False, compare=False)
+    #: ``code`` already compiled (by ``generate``'s check, or from an
+    #: artifact), so loading does not compile it again
+    code_object: types.CodeType | None = field(default=None, repr=False, compare=False)
+
+    @property
+    def name(self) -> str:
+        return self.program.name
+
+    def save(self, path: str | os.PathLike[str], *, key: bytes | None = None) -> Path:
+        """Save as an artifact directory for a compile cache; see
+        :func:`stitchgen.load_artifact`. ``key`` signs it (HMAC-SHA256)."""
+        return save_artifact(self, path, key=key)

@@ -1,0 +1,145 @@
+"""The package's shape: no function hides a module, imports go one way."""
+
+import ast
+import importlib
+import pkgutil
+import types
+from pathlib import Path
+
+import stitchgen
+
+PACKAGE = Path(stitchgen.__file__).parent
+MODULES = sorted(
+    ["stitchgen"] + [m.name for m in pkgutil.walk_packages(stitchgen.__path__, prefix="stitchgen.")]
+)
+
+
+def _source(name):
+    path = PACKAGE.joinpath(*name.split(".")[1:])
+    return path / "__init__.py" if path.is_dir() else path.with_suffix(".py")
+
+
+def _imports(name):
+    """The stitchgen modules ``name`` imports (top level or inside functions;
+    not under ``if TYPE_CHECKING:``, which never runs)."""
+    tree = ast.parse(_source(name).read_text())
+    package = name if _source(name).name == "__init__.py" else name.rpartition(".")[0]
+    typing_only = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+            typing_only.update(id(n) for n in ast.walk(node))
+    found = set()
+    for node in ast.walk(tree):
+        if id(node) in typing_only:
+            continue
+        if isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.split(".")
+                base = base[: len(base) - node.level + 1]
+                module = ".".join(base + ([node.module] if node.module else []))
+            else:
+                module = node.module or ""
+            # ``from pkg import sub`` imports the module pkg.sub; other names come from pkg
+            subs = [f"{module}.{a.name}" for a in node.names]
+            targets = [t for t in subs if t in MODULES]
+            if len(targets) < len(subs):
+                targets.append(module)
+        elif isinstance(node, ast.Import):
+            targets = [a.name for a in node.names]
+        else:
+            continue
+        found.update(t for t in targets if t in MODULES and t != name)
+    return found
+
+
+GRAPH = {name: _imports(name) for name in MODULES}
+
+
+def test_every_module_imports_and_no_package_attribute_hides_one():
+    for name in MODULES:
+        module = importlib.import_module(name)
+        parent, _, leaf = name.rpartition(".")
+        if parent:
+            attribute = getattr(importlib.import_module(parent), leaf)
+            assert attribute is module, f"{parent}.{leaf} is {attribute!r}, not the module"
+
+
+def test_public_names_are_listed_and_real():
+    for name in ("stitchgen", "stitchgen.ir", "stitchgen.compat", "stitchgen.passes"):
+        module = importlib.import_module(name)
+        assert module.__all__, name
+        for public in module.__all__:
+            assert hasattr(module, public), f"{name}.__all__ lists {public!r}, which is missing"
+
+
+def test_no_import_cycles():
+    state = {}
+
+    def visit(name, path):
+        state[name] = "open"
+        for other in sorted(GRAPH[name]):
+            if state.get(other) == "open":
+                cycle = path[path.index(other) :] + [other]
+                raise AssertionError("import cycle: " + " -> ".join(cycle))
+            if other not in state:
+                visit(other, path + [other])
+        state[name] = "done"
+
+    for name in MODULES:
+        if name not in state:
+            visit(name, [name])
+
+
+def _reaches(name):
+    seen, todo = set(), [name]
+    while todo:
+        for other in GRAPH[todo.pop()]:
+            if other not in seen:
+                seen.add(other)
+                todo.append(other)
+    return seen
+
+
+#: module -> what it may never import, directly or through others
+FORBIDDEN = {
+    "stitchgen.ir": {"stitchgen.lowering", "stitchgen.rendering", "stitchgen.loading"},
+    "stitchgen.passes": {"stitchgen.lowering", "stitchgen.rendering", "stitchgen.loading"},
+    "stitchgen.rendering": {"stitchgen.lowering", "stitchgen.loading", "stitchgen.pipeline"},
+    "stitchgen.emitter": {"stitchgen.lowering", "stitchgen.loading"},
+    "stitchgen.loading": {
+        "stitchgen.lowering",
+        "stitchgen.rendering",
+        "stitchgen.passes",
+        "stitchgen.pipeline",
+    },
+    "stitchgen.lowering": {"stitchgen.rendering", "stitchgen.loading", "stitchgen.pipeline"},
+}
+
+
+def test_layers_import_one_way():
+    for name, banned in FORBIDDEN.items():
+        reached = _reaches(name) | {name}
+        # a package reaches its submodules; ``passes`` may use its own
+        bad = {b for b in banned for r in reached if r == b or r.startswith(b + ".")}
+        assert not bad, f"{name} imports {sorted(bad)}"
+
+
+def _imports_torch_fx(name):
+    tree = ast.parse(_source(name).read_text())
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import) and any(a.name.startswith("torch") for a in node.names):
+            return True
+        if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("torch"):
+            return True
+    return False
+
+
+def test_rendering_never_imports_torch():
+    for name in sorted(_reaches("stitchgen.rendering") | {"stitchgen.rendering"}):
+        assert not _imports_torch_fx(name), f"{name} (reached from rendering) imports torch"
+
+
+def test_the_graph_is_not_empty():
+    assert isinstance(importlib.import_module("stitchgen.pipeline"), types.ModuleType)
+    assert "stitchgen.lowering" in GRAPH["stitchgen.pipeline"]
+    assert "stitchgen.passes" in GRAPH["stitchgen.pipeline"]

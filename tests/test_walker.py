@@ -1,0 +1,169 @@
+"""One walker for every pass; one verifier for every pass's output; a
+statement kind without a block is an error, never nothing."""
+
+import dataclasses
+
+import downstream_hooks
+import jinja2
+import jinja2.nodes
+import pytest
+import torch
+from golden_cases import CASES, downstream_templates
+from oracle import assert_same
+
+import stitchgen
+from stitchgen import ir
+from stitchgen.errors import ProgramError, TemplateError
+from stitchgen.lowering import build_program
+from stitchgen.passes import PASSES, run_passes
+from stitchgen.rendering import templates_dir
+
+
+def test_every_statement_class_has_its_block_and_its_branch():
+    source = (templates_dir() / "function.py.j2").read_text()
+    tree = jinja2.Environment().parse(source)
+    blocks = {block.name for block in tree.find_all(jinja2.nodes.Block)}
+    dispatched = {
+        node.ops[0].expr.value
+        for node in tree.find_all(jinja2.nodes.Compare)
+        if "template" in str(node.expr) and isinstance(node.ops[0].expr, jinja2.nodes.Const)
+    }
+    for cls in ir.STATEMENTS:
+        assert cls.template in blocks, f"{cls.__name__}: no block {cls.template!r}"
+        assert cls.template in dispatched, f"{cls.__name__}: the dispatch never selects it"
+
+
+@dataclasses.dataclass(frozen=True)
+class Pass:
+    """A statement kind no template knows."""
+
+    template = "pass"
+
+
+@pytest.mark.parametrize("templates", [None, "profiled", "vllm"], ids=["fast", "jinja", "vllm"])
+def test_a_statement_without_a_block_is_a_template_error(templates):
+    program = stitchgen.lower(torch.fx.symbolic_trace(lambda x: x + 1))
+    entry = program.entry
+    odd = dataclasses.replace(entry, body=(Pass(), *entry.body))
+    program = dataclasses.replace(program, functions=(*program.functions[:-1], odd))
+    with pytest.raises(TemplateError, match="no block renders a Pass statement"):
+        stitchgen.render(program, format=False, templates=templates)
+
+
+@dataclasses.dataclass(frozen=True)
+class NotedCall(ir.Call):
+    """A Call with a field the passes have never heard of."""
+
+    note: str = ""
+
+
+@pytest.mark.parametrize("inline", ["call", "flatten"])
+def test_a_field_added_to_a_statement_survives_every_pass(inline):
+    raw = build_program(CASES["decoder_1_layer"]("cpu").gm)
+
+    def noted(stmt):
+        if type(stmt) is ir.Call:
+            stmt = NotedCall(**{f.name: getattr(stmt, f.name) for f in dataclasses.fields(stmt)})
+            stmt = dataclasses.replace(stmt, note=f"seen {stmt.node}")
+        return [stmt]
+
+    program = run_passes(ir.map_bodies(raw, noted), inline=inline)
+    calls = [s for fn in program.functions for s in fn.body if isinstance(s, ir.Call)]
+    assert calls and all(type(s) is NotedCall and s.note == f"seen {s.node}" for s in calls)
+
+
+def test_reads_and_writes_come_from_the_field_roles():
+    call = ir.Call(
+        "y",
+        ir.MethodRef(ir.Name("a"), "add"),
+        (ir.Name("b"), ir.TupleExpr((ir.Name("c"), ir.Literal(1)))),
+        (("alpha", ir.DictExpr(((ir.Literal("k"), ir.Name("d")),))),),
+    )
+    assert ir.reads(call) == ["a", "b", "c", "d"]
+    assert ir.writes(call) == ["y"] and ir.deletes(ir.Del(("a", "b"))) == ["a", "b"]
+    renamed = ir.map_stmt(call, expr=lambda e: ir.map_expr(e, _upper), local=str.upper)
+    assert ir.reads(renamed) == ["A", "B", "C", "D"] and renamed.target == "Y"
+
+
+def _upper(leaf):
+    return ir.Name(leaf.id.upper()) if isinstance(leaf, ir.Name) else leaf
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+@pytest.mark.parametrize("inline", ["call", "flatten"])
+def test_every_pass_leaves_the_golden_programs_valid(name, inline):
+    case = CASES[name]("cpu")
+    raw = build_program(case.gm, opaque=tuple(case.submods))
+    run_passes(raw, inline=inline, verify_each=True)  # raises ProgramError naming the pass
+
+
+def test_the_pipeline_is_listed_once_in_order():
+    assert [name for name, _, _ in PASSES] == ["flatten", "liveness", "naming"]
+
+
+def _fn(*body, params=("x",)):
+    entry = ir.Function("f", tuple(ir.Param(p) for p in params), tuple(body))
+    return ir.Program("f", "bind", (), (), (), (entry,))
+
+
+@pytest.mark.parametrize(
+    ("program", "message"),
+    [
+        (_fn(ir.Return(ir.Name("y"))), "reads 'y' before it is defined"),
+        (
+            _fn(ir.Del(("x",)), ir.Return(ir.Name("x"))),
+            "reads 'x' after its del",
+        ),
+        (
+            _fn(
+                ir.Assign("y", ir.Name("x")), ir.Assign("y", ir.Name("x")), ir.Return(ir.Name("y"))
+            ),
+            "assigns 'y' a second time",
+        ),
+        (
+            _fn(ir.Call("y", ir.SubmodRef(0, "call_a"), ()), ir.Return(ir.Name("y"))),
+            r"SubmodRef\(0, 'call_a'\) is not declared",
+        ),
+        (_fn(ir.Assign("y", ir.Name("x"))), "does not end with a return"),
+        (_fn(ir.Return(ir.Name("x")), params=("x", "x")), "parameter 'x' appears twice"),
+    ],
+    ids=["undefined", "after-del", "reassigned", "undeclared", "no-return", "dup-param"],
+)
+def test_verify_names_what_is_broken(program, message):
+    with pytest.raises(ProgramError, match=message):
+        ir.verify(program, after="a test")
+    with pytest.raises(ProgramError, match="after a test"):
+        ir.verify(program, after="a test")
+
+
+def test_a_broken_user_pass_is_named_by_the_verifier():
+    def drop_returns(program):
+        return ir.map_bodies(program, lambda s: [] if isinstance(s, ir.Return) else [s])
+
+    gm = torch.fx.symbolic_trace(lambda x: x * 2)
+    with pytest.raises(ProgramError, match="after .*drop_returns.*does not end with a return"):
+        stitchgen.generate(gm, passes=[drop_returns])
+
+
+def mark_pieces(program):
+    """The documented example of a pass of your own: a hook before every piece call."""
+
+    def mark(stmt):
+        if isinstance(stmt, ir.Call) and stmt.is_piece:
+            hook = ir.GlobalRef("downstream_hooks", "mark")
+            yield ir.Call(f"{stmt.target}_mark", hook, (ir.Literal(f"pass:{stmt.node}"),))
+        yield stmt
+
+    program = ir.map_bodies(program, mark)
+    return dataclasses.replace(
+        program, imports=tuple(sorted({*program.imports, "downstream_hooks"}))
+    )
+
+
+def test_a_pass_of_your_own_instruments_every_piece_call():
+    case = CASES["decoder_1_layer"]("cpu")
+    fn = stitchgen.compile(case.gm, passes=[mark_pieces])
+    downstream_hooks.calls.clear()
+    assert_same(fn(*case.inputs), case.expected())
+    assert downstream_hooks.calls == ["pass:submod_0", "pass:submod_1", "pass:submod_2"]
+    assert downstream_templates  # the same hook the template example uses
