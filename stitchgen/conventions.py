@@ -80,7 +80,7 @@ class Convention:
     helpers: tuple[str, ...] = ()
     #: how references are spelled (``Writer.for_refs``): ``submod``, ``const``, ``function``
     refs: Mapping[str, str] = field(default_factory=dict)
-    #: name formats for the lowering (``lower.NAME_FORMATS`` keys)
+    #: name formats for the lowering (``NAME_FORMATS`` keys)
     names: Mapping[str, str] = field(default_factory=dict)
     #: vLLM's constant policy: every non-primitive argument is lifted
     lift_arguments: bool = False

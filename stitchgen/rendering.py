@@ -110,7 +110,7 @@ class Templates:
     ``filters`` are extra Jinja filters — one that builds source must return
     :class:`stitchgen.Code`; ``globals`` are extra template variables.
     Neither may replace stitchgen's own filters. ``names`` renames our
-    helpers (keys of :data:`stitchgen.lower.NAME_FORMATS`: ``binder``,
+    helpers (keys of :data:`stitchgen.conventions.NAME_FORMATS`: ``binder``,
     ``submod``, ``inlined``, ``const``); ``reserve`` lists names the templates
     use (a module they import, say) that no generated identifier may take.
     """

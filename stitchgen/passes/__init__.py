@@ -14,17 +14,24 @@ With ``verify=True`` (``STITCHGEN_VERIFY=1``, and always in the test suite)
 :func:`stitchgen.ir.verify` checks the program after every pass and names
 the pass that broke it.
 
-A pass of your own, which counts every piece call (see docs/templates.md)::
+A pass of your own — a hook before every piece call (tested in
+``tests/test_walker.py``; see docs/templates.md, "A pass of your own")::
 
     import dataclasses
     from stitchgen import ir
 
-    def count_pieces(program: ir.Program) -> ir.Program:
-        def count(stmt):
+    def mark_pieces(program: ir.Program) -> ir.Program:
+        def mark(stmt):
             if isinstance(stmt, ir.Call) and stmt.is_piece:
-                return [ir.Call("", ir.GlobalRef("myproject.metrics", "tick"), ()), stmt]
-            return [stmt]
-        return ir.map_bodies(program, count)
+                hook = ir.GlobalRef("myproject.hooks", "mark")
+                yield ir.Call(f"{stmt.target}_mark", hook, (ir.Literal(stmt.node),))
+            yield stmt
+
+        program = ir.map_bodies(program, mark)
+        imports = tuple(sorted({*program.imports, "myproject.hooks"}))
+        return dataclasses.replace(program, imports=imports)
+
+    fn = stitchgen.compile(split_gm, passes=[mark_pieces])
 """
 
 from __future__ import annotations
