@@ -55,7 +55,7 @@ def read_artifact(
     opened = open_artifact(Path(path), key, allow_imports)
     try:
         program_json = json.loads(verified_file(opened.root, opened.manifest, "program.json"))
-        program = ir.from_json(program_json, opened.consts)
+        program = ir.from_json(program_json, tuple(opened.consts))
     except ArtifactError:
         raise
     except Exception as exc:

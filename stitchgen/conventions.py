@@ -103,7 +103,8 @@ class Convention:
         consts: list[Any],
     ) -> Callable[..., Any]:
         """The entry function, from the namespace the module ran in."""
-        return namespace[binder](*pieces, *consts)  # type: ignore[no-any-return]
+        bound: Callable[..., Any] = namespace[binder](*pieces, *consts)
+        return bound
 
     def manifest(self, binder: str, inlined: Collection[str]) -> dict[str, Any]:
         """This convention's entries in an artifact manifest."""

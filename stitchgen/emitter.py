@@ -130,7 +130,7 @@ class _Emitter:
             self.signature(indent, name, w.param_items(fn.params))
         for stmt in fn.body:
             kind = type(stmt)
-            if kind is Call:
+            if isinstance(stmt, Call) and kind is Call:
                 target = _ident(stmt.target)
                 callee = w.source(stmt.callee)
                 items = w.argument_items(stmt)
@@ -141,19 +141,19 @@ class _Emitter:
                         self.out.append(bracketed(body, f"{target} = {callee}", "(", items, ")"))
                 else:
                     self.out.append(f"{body}{target} = {callee}({', '.join(items)})\n")
-            elif kind is GetItem:
+            elif isinstance(stmt, GetItem) and kind is GetItem:
                 obj, index = w.atom_source(stmt.obj), w.subscript_source(stmt.index)
                 self.line(f"{body}{_ident(stmt.target)} = {obj}[{index}]")
-            elif kind is Del:
+            elif isinstance(stmt, Del) and kind is Del:
                 names = name_items(stmt.names)
                 text = f"{body}del {', '.join(names)}"
                 if self.black and not fits(text) and len(names) > 1:
                     self.out.append(bracketed(body, "del ", "(", names, ")", display=True))
                 else:
                     self.line(text)
-            elif kind is Assign:
+            elif isinstance(stmt, Assign) and kind is Assign:
                 self.value(body, f"{_ident(stmt.target)} = ", stmt.value)
-            elif kind is Return:
+            elif isinstance(stmt, Return) and kind is Return:
                 self.value(body, "return ", stmt.value)
             else:
                 raise TemplateError(

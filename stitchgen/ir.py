@@ -348,14 +348,19 @@ class Program:
 # the walker: every pass goes through these
 
 
-@functools.cache
+_ROLES: dict[type, tuple[tuple[str, str], ...]] = {}  # a cache, safe to share
+
+
 def _roles(cls: type) -> tuple[tuple[str, str], ...]:
     """``(field, role)`` for the fields of ``cls`` the walker visits."""
-    if not dataclasses.is_dataclass(cls):
-        raise TypeError(f"{cls.__name__} is not an IR class")
-    return tuple(
-        (f.name, f.metadata["role"]) for f in dataclasses.fields(cls) if "role" in f.metadata
-    )
+    roles = _ROLES.get(cls)
+    if roles is None:
+        if not dataclasses.is_dataclass(cls):
+            raise TypeError(f"{cls.__name__} is not an IR class")
+        roles = _ROLES[cls] = tuple(
+            (f.name, f.metadata["role"]) for f in dataclasses.fields(cls) if "role" in f.metadata
+        )
+    return roles
 
 
 def _map_field(value: Any, role: str, fn: Callable[[Any], Any]) -> Any:
@@ -532,7 +537,9 @@ def _verify_function(
                 state = "after its del" if name in seen else "before it is defined"
                 fail(f"{at}: reads {name!r} {state}")
         for leaf in _leaves(stmt):
-            _verify_ref(program, position, leaf, lambda m, at=at: fail(f"{at}: {m}"))
+            problem = _bad_ref(program, position, leaf)
+            if problem:
+                fail(f"{at}: {problem}")
         for name in deletes(stmt):
             if name not in live:
                 fail(f"{at}: deletes {name!r}, which is not live")
@@ -548,11 +555,16 @@ def _verify_function(
 
 def _leaves(stmt: Stmt) -> list[Any]:
     out: list[Any] = []
-    map_stmt(stmt, expr=lambda e: map_expr(e, lambda leaf: out.append(leaf) or leaf))
+
+    def keep(leaf: Any) -> Any:
+        out.append(leaf)
+        return leaf
+
+    map_stmt(stmt, expr=lambda e: map_expr(e, keep))
     return out
 
 
-def _verify_ref(program: Program, position: int, leaf: Any, fail: Callable[[str], None]) -> None:
+def _bad_ref(program: Program, position: int, leaf: Any) -> str | None:
     kind = type(leaf)
     if kind is SubmodRef:
         decls: tuple[Any, ...] = program.submods
@@ -561,9 +573,10 @@ def _verify_ref(program: Program, position: int, leaf: Any, fail: Callable[[str]
     elif kind is FunctionRef:
         decls = program.functions[:position]  # callees come before their callers
     else:
-        return
+        return None
     if not 0 <= leaf.index < len(decls) or decls[leaf.index].name != leaf.name:
-        fail(f"{kind.__name__}({leaf.index}, {leaf.name!r}) is not declared as such")
+        return f"{kind.__name__}({leaf.index}, {leaf.name!r}) is not declared as such"
+    return None
 
 
 # --------------------------------------------------------------------------

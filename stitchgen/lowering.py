@@ -309,6 +309,7 @@ class _Lowerer:
             for i, p in enumerate(entry.params):
                 body.append(GetItem(p.name, Name(flat), Literal(i)))
         *rest, ret = entry.body
+        assert isinstance(ret, Return)  # function() ends every body with its return
         body.extend(rest)
         if info.out_spec is not None:
             flat_out = ret.value
@@ -607,11 +608,11 @@ def fingerprint(gm: fx.GraphModule, *, by_identity: bool = False) -> tuple[Any, 
             target = str(node.target)
             part = (op, len(target) - len(target.lstrip("*")), key(node.args, index))
         else:
-            target = node.target if op == "call_method" else id(node.target)
+            callee: Any = node.target if op == "call_method" else id(node.target)
             args = tuple(
                 [index.get(a, -1) if type(a) is _Node else key(a, index) for a in node.args]
             )
-            part = (op, target, args, key(node.kwargs, index) if node.kwargs else ())
+            part = (op, callee, args, key(node.kwargs, index) if node.kwargs else ())
         index[node] = len(index)
         parts.append(part)
     return tuple(parts)

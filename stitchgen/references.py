@@ -55,15 +55,15 @@ def _candidates(obj: Any) -> list[tuple[str, str]]:
         return [(cls.__module__, f"{cls.__qualname__}.{obj.name}")]
     if isinstance(obj, types.ModuleType):
         return [(obj.__name__, "")]
-    module = getattr(obj, "__module__", None)
+    owner = getattr(obj, "__module__", None)
     qualname = getattr(obj, "__qualname__", None) or getattr(obj, "__name__", None)
-    if not isinstance(module, str) or not isinstance(qualname, str):
+    if not isinstance(owner, str) or not isinstance(qualname, str):
         return []
     names = [qualname]
     short = getattr(obj, "__name__", None)
     if isinstance(short, str) and short != qualname:
         names.append(short)  # torch.ones: qualname "_VariableFunctionsClass.ones"
-    modules = [_PUBLIC_ALIASES[module], module] if module in _PUBLIC_ALIASES else [module]
+    modules = [_PUBLIC_ALIASES[owner], owner] if owner in _PUBLIC_ALIASES else [owner]
     return [(m, n) for m in modules for n in names]
 
 

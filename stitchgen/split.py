@@ -172,7 +172,7 @@ def split_graph(
         warnings.warn(message, UserWarning, stacklevel=2)
     split = split_module(
         gm,
-        None,
+        None,  # type: ignore[arg-type]  # root_m: optional in practice (only read for attributes)
         lambda node: pieces[node],
         keep_original_order=True,
         tuple_return=True,

@@ -108,6 +108,7 @@ def backend(
         submods: dict[str, Callable[..., Any]] = {}
         if compile_piece is not None:
             for name, piece in split.named_children():
+                assert isinstance(piece, fx.GraphModule)  # split_module's pieces are
                 submods[name] = compile_piece(piece, _example_inputs(piece, name))
         return compile(split, submods, **generate_options)
 

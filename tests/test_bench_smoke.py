@@ -3,6 +3,10 @@
 import importlib.util
 from pathlib import Path
 
+import pytest
+
+pytestmark = pytest.mark.slow
+
 
 def test_benchmark_suite_runs(capsys):
     path = Path(__file__).resolve().parents[1] / "benchmarks" / "bench.py"

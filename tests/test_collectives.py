@@ -7,6 +7,8 @@ from pathlib import Path
 import pytest
 import torch.distributed as dist
 
+pytestmark = pytest.mark.slow
+
 WORKER = Path(__file__).with_name("collective_worker.py")
 
 

@@ -6,6 +6,8 @@ import torch
 
 import stitchgen
 
+pytestmark = pytest.mark.slow
+
 transformers = pytest.importorskip("transformers")
 
 SDPA = torch.nn.functional.scaled_dot_product_attention

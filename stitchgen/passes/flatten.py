@@ -15,6 +15,7 @@ any more are dropped. Runs on the raw (pre-naming) program, before liveness.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Sequence
 from typing import Any
 
 from ..ir import (
@@ -83,7 +84,7 @@ def _is_simple(e: Any) -> bool:
     )
 
 
-def _spliceable(call: Call, callee: Function, body: list[Stmt], at: int) -> bool:
+def _spliceable(call: Call, callee: Function, body: Sequence[Stmt], at: int) -> bool:
     if any(p.kind for p in callee.params) or not callee.body:
         return False
     ret = callee.body[-1]
@@ -115,19 +116,20 @@ def _spliceable(call: Call, callee: Function, body: list[Stmt], at: int) -> bool
 
 
 def _flatten_function(fn: Function, done: dict[str, Function]) -> Function:
-    body = [s for s in fn.body if not isinstance(s, Del)]  # liveness places them again
+    body: list[Stmt] = [s for s in fn.body if not isinstance(s, Del)]  # liveness redoes them
     taken = {p.name for p in fn.params} | {t for s in body if (t := defines(s))}
     replace: dict[str, Any] = {}  # unpacked names -> the values they stand for now
     absorbed: set[int] = set()  # the getitems that unpacked a spliced call
     out: list[Stmt] = []
-    for i, stmt in enumerate(body):
+    for i, original in enumerate(body):
         if i in absorbed:
             continue
-        stmt = _substitute(stmt, replace)
-        callee = None
-        if isinstance(stmt, Call) and isinstance(stmt.callee, FunctionRef):
-            callee = done[stmt.callee.name]
-        if callee is None or not _spliceable(stmt, callee, body, i):
+        stmt = _substitute(original, replace)
+        if not (isinstance(stmt, Call) and isinstance(stmt.callee, FunctionRef)):
+            out.append(stmt)
+            continue
+        callee = done[stmt.callee.name]
+        if not _spliceable(stmt, callee, body, i):
             out.append(stmt)
             continue
         spliced, items = _splice(stmt, callee, taken)
@@ -135,6 +137,7 @@ def _flatten_function(fn: Function, done: dict[str, Function]) -> Function:
         for j in range(i + 1, len(body)):
             later = body[j]
             if isinstance(later, GetItem) and later.obj == Name(stmt.target):
+                assert isinstance(later.index, Literal)  # _spliceable checked it
                 replace[later.target] = items[later.index.value]
                 absorbed.add(j)
     return dataclasses.replace(fn, body=tuple(out))
@@ -162,21 +165,19 @@ def _splice(call: Call, callee: Function, taken: set[str]) -> tuple[list[Stmt], 
 
     by_keyword = dict(call.kwargs)
     for position, p in enumerate(callee.params):
-        if position < len(call.args):
-            value = call.args[position]
-        else:
-            value = by_keyword.get(p.keyword or p.name, p.default)
+        value: Any = (
+            call.args[position]
+            if position < len(call.args)
+            else by_keyword.get(p.keyword or p.name, p.default)
+        )
         rename[p.name] = bind(p.name, value)
     for stmt in callee.body[:-1]:
         if isinstance(stmt, Del):
             continue
-        renamed = _substitute(stmt, rename)
         target = defines(stmt)
         if target is not None:
-            local = fresh(target)
-            rename[target] = Name(local)
-            renamed = dataclasses.replace(renamed, target=local)
-        out.append(renamed)
+            rename[target] = Name(fresh(target))  # the new local: _substitute writes it
+        out.append(_substitute(stmt, rename))
     ret = callee.body[-1]
     assert isinstance(ret, Return) and isinstance(ret.value, TupleExpr)
     items = [bind(f"out{k}", _expr(item, rename)) for k, item in enumerate(ret.value.items)]

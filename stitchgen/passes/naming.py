@@ -20,6 +20,7 @@ import re
 from typing import Any
 
 from ..ir import (
+    Call,
     ConstDecl,
     ConstRef,
     Function,
@@ -135,7 +136,7 @@ def assign_names(program: Program) -> Program:
         and all(k == v for m in keywords.values() for k, v in m.items())
     )
     functions = []
-    for fn, (ns, names, params) in zip(program.functions, local_scopes, strict=True):
+    for fn, (ns, names, fn_params) in zip(program.functions, local_scopes, strict=True):
         for stmt in fn.body:
             target = getattr(stmt, "target", None)
             if target is not None and target not in names:
@@ -144,14 +145,14 @@ def assign_names(program: Program) -> Program:
             functions.append(fn)
             continue
         renamer.locals = names
-        params = tuple(
+        new_params = tuple(
             dataclasses.replace(p, default=renamer.expr(p.default)) if p.default else p
-            for p in params
+            for p in fn_params
         )
         body = tuple(renamer.stmt(s) for s in fn.body)
         name = program.name if fn is entry else fn_names[fn.name]
         box = ns.create(fn.box) if fn.box else ""
-        functions.append(Function(name, params, body, fn.origin, box))
+        functions.append(Function(name, new_params, body, fn.origin, box))
     return dataclasses.replace(
         program,
         binder=binder,
@@ -191,9 +192,8 @@ class _Renamer:
 
     def stmt(self, s: Stmt) -> Stmt:
         renamed = map_stmt(s, expr=self.expr, local=self.locals.__getitem__)
-        callee = getattr(renamed, "callee", None)
-        if isinstance(callee, FunctionRef) and renamed.kwargs:  # type: ignore[union-attr]
-            kw = self.keywords.get(callee.name, {})  # the callee's parameters were renamed
-            pairs = tuple((kw.get(k, k), v) for k, v in renamed.kwargs)  # type: ignore[union-attr]
-            renamed = dataclasses.replace(renamed, kwargs=pairs)
+        if isinstance(renamed, Call) and isinstance(renamed.callee, FunctionRef) and renamed.kwargs:
+            kw = self.keywords.get(renamed.callee.name, {})  # its parameters were renamed
+            pairs = tuple((kw.get(k, k), v) for k, v in renamed.kwargs)
+            return dataclasses.replace(renamed, kwargs=pairs)
         return renamed
