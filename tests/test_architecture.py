@@ -143,3 +143,16 @@ def test_the_graph_is_not_empty():
     assert isinstance(importlib.import_module("stitchgen.pipeline"), types.ModuleType)
     assert "stitchgen.lowering" in GRAPH["stitchgen.pipeline"]
     assert "stitchgen.passes" in GRAPH["stitchgen.pipeline"]
+
+
+def test_tests_import_no_private_names():
+    tests = Path(__file__).parent
+    for path in sorted(tests.glob("*.py")):
+        tree = ast.parse(path.read_text())
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("stitchgen"):
+                private = [a.name for a in node.names if a.name.startswith("_")]
+                assert not private, f"{path.name} imports {private} from {node.module}"
+            if isinstance(node, ast.Attribute) and node.attr[:1] == "_" and node.attr[:2] != "__":
+                owner = ast.unparse(node.value)
+                assert not owner.startswith("stitchgen"), f"{path.name} reads {owner}.{node.attr}"

@@ -9,7 +9,7 @@ import torch.fx as fx
 
 import stitchgen
 from stitchgen.ir import Call, Del, Function, GetItem, GlobalRef, Name, Param, Return, TupleExpr
-from stitchgen.passes.liveness import _function as place_dels
+from stitchgen.passes.liveness import place_dels
 
 
 def _body(fn):

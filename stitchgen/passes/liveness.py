@@ -19,16 +19,17 @@ import dataclasses
 
 from ..ir import Del, Function, Program, Return, Stmt, defines, reads
 
-__all__ = ["insert_dels"]
+__all__ = ["insert_dels", "place_dels"]
 
 
 def insert_dels(program: Program) -> Program:
     """Return ``program`` with dels placed in every function."""
-    functions = tuple(_function(fn) for fn in program.functions)
+    functions = tuple(place_dels(fn) for fn in program.functions)
     return dataclasses.replace(program, functions=functions)
 
 
-def _function(fn: Function) -> Function:
+def place_dels(fn: Function) -> Function:
+    """``fn`` with a del right after each local's last use (existing dels replaced)."""
     body = [stmt for stmt in fn.body if type(stmt) is not Del]
     order: dict[str, int] = {}  # name -> definition order
     position: dict[str, int] = {}  # name -> index of the statement after which it dies
