@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
+from typing import Any
 
 __all__ = ["main"]
 
@@ -20,13 +21,45 @@ def _demo(args: argparse.Namespace) -> int:
 def _golden(args: argparse.Namespace) -> int:
     from . import golden
 
-    root = Path(args.root) if args.root else golden.find_root()
+    options: dict[str, Any] = {}
+    regen = golden.REGEN
+    if args.cases:
+        if not args.dir:
+            print(
+                "stitchgen golden: --cases needs --dir (where the golden files live)",
+                file=sys.stderr,
+            )
+            return 2
+        from .rendering import Templates
+
+        templates = None
+        if args.template_dir or args.variant:
+            templates = Templates(args.template_dir or (), variant=args.variant)
+        directory = Path(args.dir).resolve()
+        cases = golden.load_cases(args.cases)
+        options = {
+            "all_entries": golden.entries_from_cases(cases, directory, templates),
+            "directory": directory,
+        }
+        flags = [f"--cases {args.cases}", f"--dir {args.dir}"]
+        flags += [f"--template-dir {d}" for d in args.template_dir or ()]
+        flags += [f"--variant {args.variant}"] if args.variant else []
+        regen = f"stitchgen golden {' '.join(flags)} --update"
+        root = directory
+    else:
+        if args.template_dir or args.variant or args.dir:
+            print(
+                "stitchgen golden: --dir, --template-dir and --variant go with --cases",
+                file=sys.stderr,
+            )
+            return 2
+        root = Path(args.root) if args.root else golden.find_root()
     if args.update:
-        changed = golden.update(root, args.k)
+        changed = golden.update(root, args.k, **options)
         names = f": {', '.join(changed)}" if changed else ""
         print(f"updated {len(changed)} golden file(s){names}")
         return 0
-    problems = golden.check(root, args.k)
+    problems = golden.check(root, args.k, regen=regen, **options)
     for problem in problems:
         print(problem, file=sys.stderr)
     if problems:
@@ -49,10 +82,26 @@ def main(argv: list[str] | None = None) -> int:
     )
     demo.add_argument("--variant", choices=["profiled", "vllm"], help="a shipped template set")
     demo.set_defaults(run=_demo)
-    gold = sub.add_parser("golden", help="check or regenerate the golden files")
+    gold = sub.add_parser(
+        "golden",
+        help="check or regenerate golden files",
+        description="Check or regenerate golden files: this repository's registry by default, "
+        "or any project's cases with --cases MODULE[:ATTR] --dir DIR.",
+    )
     mode = gold.add_mutually_exclusive_group(required=True)
     mode.add_argument("--check", action="store_true", help="exit 1 with a diff on drift")
     mode.add_argument("--update", action="store_true", help="rewrite the golden files")
+    gold.add_argument(
+        "--cases",
+        metavar="MODULE[:ATTR]",
+        help="a module (or .py path) whose ATTR (default CASES) maps case names to functions "
+        "returning a GraphModule",
+    )
+    gold.add_argument("--dir", metavar="DIR", help="the golden files' directory (with --cases)")
+    gold.add_argument(
+        "--template-dir", action="append", metavar="DIR", help="your templates (with --cases)"
+    )
+    gold.add_argument("--variant", choices=["profiled", "vllm"], help="a shipped template set")
     gold.add_argument("--root", help="project root (default: found from the current directory)")
     gold.add_argument("-k", action="append", metavar="CASE", help="only this case (repeatable)")
     gold.set_defaults(run=_golden)

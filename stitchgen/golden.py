@@ -1,12 +1,22 @@
-"""Golden files: the emitted code for a registry of cases, locked on disk.
+"""Golden files: the emitted code for a set of cases, locked on disk.
 
-The registry is ``tests/golden_cases.py`` under a project root: ``CASES``
-(name -> builder) and ``TEMPLATE_SETS`` (set name -> (templates factory,
-case names)). ``golden/<case>.py`` holds the black-formatted code that
-``generate`` emits with the built-in templates, ``golden/<set>/<case>.py``
-the code with a template set. ``check`` reports drift as unified diffs,
-``update`` rewrites the files. ``golden/VERSIONS`` records the black and
-torch versions that produced them (black's output drifts between releases).
+Two ways to name the cases:
+
+* any project: ``stitchgen golden --cases MODULE[:ATTR] --dir DIR`` —
+  ``MODULE`` importable (or a ``.py`` path), ``ATTR`` (default ``CASES``) a
+  mapping of case names to functions taking no arguments that return a
+  ``GraphModule`` (or an object with ``.gm`` and, optionally, ``.submods``:
+  the children to keep opaque); ``--template-dir``/``--variant`` choose the
+  templates. The files are ``DIR/<case>.py``, black-formatted.
+* this repository's registry (the default): ``tests/golden_cases.py`` under
+  the project root, with ``CASES`` (name -> builder taking a device) and
+  ``TEMPLATE_SETS`` (set name -> (templates factory, case names)):
+  ``golden/<case>.py`` and ``golden/<set>/<case>.py``.
+
+``check`` reports drift as unified diffs, each with the command that
+regenerates; ``update`` rewrites the files. ``DIR/VERSIONS`` records the
+stitchgen, black and torch versions that produced them; a mismatch is
+reported as such (regenerate, or install those versions), not as drift.
 """
 
 from __future__ import annotations
@@ -14,14 +24,25 @@ from __future__ import annotations
 import difflib
 import importlib.util
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-__all__ = ["Entry", "check", "entries", "find_root", "load_registry", "update"]
+__all__ = [
+    "Entry",
+    "check",
+    "entries",
+    "entries_from_cases",
+    "find_root",
+    "load_cases",
+    "load_registry",
+    "update",
+    "versions",
+]
 
 REGEN = "stitchgen golden --update"
+VERSIONS = "VERSIONS"
 
 
 def find_root(start: Path | None = None) -> Path:
@@ -49,24 +70,86 @@ def load_registry(root: Path) -> Any:
     return module
 
 
+def load_cases(spec: str) -> Mapping[str, Callable[[], Any]]:
+    """The mapping ``MODULE[:ATTR]`` names (``ATTR`` defaults to ``CASES``);
+    ``MODULE`` is importable, or a path to a ``.py`` file."""
+    module_name, _, attr = spec.partition(":")
+    attr = attr or "CASES"
+    if module_name.endswith(".py") or "/" in module_name:
+        path = Path(module_name).resolve()
+        if not path.is_file():
+            raise FileNotFoundError(f"--cases {spec}: no file {path}")
+        name = f"stitchgen_golden_cases_{path.stem}"
+        spec_ = importlib.util.spec_from_file_location(name, path)
+        assert spec_ is not None and spec_.loader is not None
+        module = importlib.util.module_from_spec(spec_)
+        sys.modules[name] = module
+        sys.path.insert(0, str(path.parent))  # its own helpers import as they would in its tests
+        try:
+            spec_.loader.exec_module(module)
+        finally:
+            sys.path.remove(str(path.parent))
+    else:
+        module = importlib.import_module(module_name)
+    cases = getattr(module, attr, None)
+    if not isinstance(cases, Mapping) or not all(callable(v) for v in cases.values()):
+        raise TypeError(
+            f"--cases {spec}: {module_name}.{attr} must map case names to functions "
+            "returning a GraphModule"
+        )
+    return cases
+
+
 @dataclass(frozen=True)
 class Entry:
-    """One golden file: ``key`` is ``case`` or ``set/case``."""
+    """One golden file: ``key`` is ``case`` or ``set/case``, the file
+    ``<directory>/<key>.py``; ``build(device)`` gives a GraphModule or an
+    object with ``.gm`` (and ``.submods``, kept opaque)."""
 
     key: str
     build: Callable[[str], Any]
     templates: Callable[[], Any] | None = None
+    directory: Path | None = None
 
     def path(self, root: Path) -> Path:
-        return root / "golden" / f"{self.key}.py"
+        base = self.directory if self.directory is not None else root / "golden"
+        return base / f"{self.key}.py"
 
     def code(self, device: str = "cpu") -> str:
         """The golden code: ``generate(..., format=True)``."""
+        import torch.fx as fx
+
         from .pipeline import generate
 
         case = self.build(device)
+        gm = case if isinstance(case, fx.GraphModule) else case.gm
+        opaque = tuple(getattr(case, "submods", None) or ())
         templates = self.templates() if self.templates else None
-        return generate(case.gm, opaque=tuple(case.submods), templates=templates).code
+        return generate(gm, opaque=opaque, templates=templates).code
+
+
+def entries_from_cases(
+    cases: Mapping[str, Callable[[], Any]], directory: Path, templates: Any = None
+) -> dict[str, Entry]:
+    """The entries for ``cases`` (functions taking no arguments), written to
+    ``directory`` with ``templates`` (a ``Templates``, or None for the built-ins)."""
+    factory: Callable[[], Any] | None = None
+    if templates is not None:
+
+        def factory() -> Any:
+            return templates
+
+    return {
+        name: Entry(name, _ignoring_device(fn), factory, directory)
+        for name, fn in sorted(cases.items())
+    }
+
+
+def _ignoring_device(fn: Callable[[], Any]) -> Callable[[str], Any]:
+    def build(device: str) -> Any:
+        return fn()
+
+    return build
 
 
 def entries(root: Path) -> dict[str, Entry]:
@@ -81,10 +164,14 @@ def entries(root: Path) -> dict[str, Entry]:
 
 
 def versions() -> str:
+    """What ``VERSIONS`` records: the stitchgen, black and torch versions."""
     import black
     import torch
 
-    return f"black=={black.__version__}\ntorch=={torch.__version__.split('+')[0]}\n"
+    from .version import __version__
+
+    torch_version = torch.__version__.split("+")[0]
+    return f"stitchgen=={__version__}\nblack=={black.__version__}\ntorch=={torch_version}\n"
 
 
 def _selected(all_entries: dict[str, Entry], only: list[str] | None) -> list[Entry]:
@@ -96,48 +183,70 @@ def _selected(all_entries: dict[str, Entry], only: list[str] | None) -> list[Ent
     return [all_entries[key] for key in only]
 
 
-def _stale(root: Path, all_entries: dict[str, Entry]) -> list[Path]:
-    golden = root / "golden"
-    found = sorted(golden.rglob("*.py")) if golden.is_dir() else []
-    return [p for p in found if p.relative_to(golden).with_suffix("").as_posix() not in all_entries]
+def _stale(directory: Path, all_entries: dict[str, Entry]) -> list[Path]:
+    found = sorted(directory.rglob("*.py")) if directory.is_dir() else []
+    return [
+        p for p in found if p.relative_to(directory).with_suffix("").as_posix() not in all_entries
+    ]
 
 
-def check(root: Path, only: list[str] | None = None) -> list[str]:
-    """Problems found, each a message (a unified diff for drift); [] if clean."""
-    all_entries = entries(root)
+def check(
+    root: Path,
+    only: list[str] | None = None,
+    *,
+    all_entries: dict[str, Entry] | None = None,
+    directory: Path | None = None,
+    regen: str = REGEN,
+) -> list[str]:
+    """Problems found, each a message (a unified diff for drift); [] if clean.
+    ``all_entries``/``directory`` default to the registry under ``root``."""
+    all_entries = entries(root) if all_entries is None else all_entries
+    directory = root / "golden" if directory is None else directory
+    recorded = directory / VERSIONS
+    if recorded.is_file() and recorded.read_text() != versions():
+        return [
+            f"{recorded}: version mismatch, not drift: the golden files were made with\n"
+            + _indented(recorded.read_text())
+            + "and this environment has\n"
+            + _indented(versions())
+            + f"install those versions to check them, or regenerate: {regen}"
+        ]
     problems: list[str] = []
     for entry in _selected(all_entries, only):
         path = entry.path(root)
         actual = entry.code()
         if not path.is_file():
-            problems.append(f"{path}: missing (run `{REGEN} -k {entry.key}`)")
+            problems.append(f"{path}: missing (run `{regen} -k {entry.key}`)")
             continue
         expected = path.read_text(encoding="utf-8")
         if actual != expected:
             diff = difflib.unified_diff(
                 expected.splitlines(True),
                 actual.splitlines(True),
-                f"golden/{entry.key}.py",
+                f"{directory.name}/{entry.key}.py",
                 f"generated ({entry.key})",
             )
-            problems.append("".join(diff) + f"\nto accept: {REGEN} -k {entry.key}")
+            problems.append("".join(diff) + f"\nto accept: {regen} -k {entry.key}")
     if not only:
-        for path in _stale(root, all_entries):
-            problems.append(f"{path}: no case of that name (stale; `{REGEN}` removes it)")
-    recorded = root / "golden" / "VERSIONS"
-    if problems and recorded.is_file() and recorded.read_text() != versions():
-        problems.append(
-            "note: the golden files were produced with\n"
-            + recorded.read_text()
-            + "and you have\n"
-            + versions()
-        )
+        for path in _stale(directory, all_entries):
+            problems.append(f"{path}: no case of that name (stale; `{regen}` removes it)")
     return problems
 
 
-def update(root: Path, only: list[str] | None = None) -> list[str]:
+def _indented(text: str) -> str:
+    return "".join(f"    {line}\n" for line in text.splitlines())
+
+
+def update(
+    root: Path,
+    only: list[str] | None = None,
+    *,
+    all_entries: dict[str, Entry] | None = None,
+    directory: Path | None = None,
+) -> list[str]:
     """Rewrite golden files; returns the keys whose file changed."""
-    all_entries = entries(root)
+    all_entries = entries(root) if all_entries is None else all_entries
+    directory = root / "golden" if directory is None else directory
     changed = []
     for entry in _selected(all_entries, only):
         path = entry.path(root)
@@ -147,8 +256,10 @@ def update(root: Path, only: list[str] | None = None) -> list[str]:
             path.write_text(code, encoding="utf-8")
             changed.append(entry.key)
     if not only:
-        for path in _stale(root, all_entries):
+        for path in _stale(directory, all_entries):
             path.unlink()
             changed.append(path.name)
-        (root / "golden" / "VERSIONS").write_text(versions())
+    directory.mkdir(parents=True, exist_ok=True)
+    if not only or not (directory / VERSIONS).is_file():
+        (directory / VERSIONS).write_text(versions())
     return changed

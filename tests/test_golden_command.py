@@ -1,0 +1,121 @@
+"""``stitchgen golden --cases ... --dir ...`` for a downstream project laid out
+as its own small project, driven through the console script."""
+
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.slow  # fresh processes
+
+SCRIPT = Path(sys.executable).parent / "stitchgen"
+
+
+@pytest.fixture
+def project(tmp_path):
+    """acme: its own pyproject, templates, cases and golden directory."""
+    (tmp_path / "pyproject.toml").write_text('[project]\nname = "acme"\nversion = "0.0.1"\n')
+    (tmp_path / "templates").mkdir()
+    (tmp_path / "templates" / "module.py.j2").write_text(
+        '{% extends "stitchgen/module.py.j2" %}\n'
+        "{% block header %}\n# acme: generated, do not edit\n{{ super() -}}\n{% endblock %}\n"
+    )
+    (tmp_path / "acme_cases.py").write_text(
+        textwrap.dedent(
+            """
+            import torch
+            import torch.fx as fx
+
+            def double():
+                return fx.symbolic_trace(lambda x: x * 2)
+
+            def relu_plus_one():
+                return fx.symbolic_trace(lambda x: torch.relu(x) + 1)
+
+            CASES = {"double": double, "relu_plus_one": relu_plus_one}
+            SMALL = {"double": double}
+            """
+        )
+    )
+    return tmp_path
+
+
+def golden(project, *args):
+    assert SCRIPT.is_file(), f"the console script is not installed beside {sys.executable}"
+    env = {**os.environ, "PYTHONPATH": str(project)}
+    return subprocess.run(
+        [str(SCRIPT), "golden", *args],
+        cwd=project,
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+    )
+
+
+ARGS = ["--cases", "acme_cases.py", "--dir", "golden", "--template-dir", "templates"]
+
+
+def test_update_writes_one_formatted_file_per_case_and_the_versions(project):
+    result = golden(project, *ARGS, "--update")
+    assert result.returncode == 0, result.stderr
+    assert "updated 2 golden file(s)" in result.stdout
+    double = (project / "golden" / "double.py").read_text()
+    assert double.startswith("# acme: generated, do not edit\n")
+    assert "return mul" in double
+    versions = (project / "golden" / "VERSIONS").read_text()
+    assert versions.startswith("stitchgen==") and "black==" in versions and "torch==" in versions
+    check = golden(project, *ARGS, "--check")
+    assert check.returncode == 0 and "all files match" in check.stdout
+
+
+def test_a_drifting_file_is_a_diff_and_the_command_that_regenerates(project):
+    assert golden(project, *ARGS, "--update").returncode == 0
+    path = project / "golden" / "double.py"
+    path.write_text(path.read_text().replace("return mul", "return mul + 0"))
+    result = golden(project, *ARGS, "--check")
+    assert result.returncode == 1
+    assert "--- golden/double.py" in result.stderr and "+++ generated (double)" in result.stderr
+    regen = "stitchgen golden --cases acme_cases.py --dir golden --template-dir templates"
+    assert f"to accept: {regen} --update -k double" in result.stderr
+    assert "relu_plus_one" not in result.stderr  # only the drifting file is reported
+
+
+def test_a_version_mismatch_is_reported_as_such_not_as_drift(project):
+    assert golden(project, *ARGS, "--update").returncode == 0
+    versions = project / "golden" / "VERSIONS"
+    versions.write_text(versions.read_text().replace("black==", "black==0.0.0+"))
+    result = golden(project, *ARGS, "--check")
+    assert result.returncode == 1
+    assert "version mismatch, not drift" in result.stderr
+    assert "---" not in result.stderr  # no diff
+
+
+def test_a_module_and_attribute_by_name_and_one_case(project):
+    args = ["--cases", "acme_cases:SMALL", "--dir", "small", "--variant", "profiled"]
+    assert golden(project, *args, "--update").returncode == 0
+    assert sorted(p.name for p in (project / "small").iterdir()) == ["VERSIONS", "double.py"]
+    assert golden(project, *args, "--check", "-k", "double").returncode == 0
+    unknown = golden(project, *args, "--check", "-k", "nope")
+    assert unknown.returncode != 0 and "unknown golden case" in unknown.stderr
+
+
+def test_missing_and_stale_files_are_named(project):
+    assert golden(project, *ARGS, "--update").returncode == 0
+    (project / "golden" / "double.py").unlink()
+    (project / "golden" / "gone.py").write_text("")
+    result = golden(project, *ARGS, "--check")
+    assert result.returncode == 1
+    assert (
+        "double.py: missing" in result.stderr and "gone.py: no case of that name" in result.stderr
+    )
+
+
+def test_options_that_need_cases_are_refused(project):
+    result = golden(project, "--check", "--dir", "golden")
+    assert result.returncode == 2 and "go with --cases" in result.stderr
+    result = golden(project, "--check", "--cases", "acme_cases.py")
+    assert result.returncode == 2 and "--cases needs --dir" in result.stderr
