@@ -32,13 +32,23 @@ from .version import __version__
 if TYPE_CHECKING:
     from .generated import Generated
 
-__all__ = ["FORMAT", "VERSION", "Verified", "open_artifact", "save_artifact", "verified_file"]
+__all__ = [
+    "FORMAT",
+    "VERSION",
+    "Verified",
+    "digest",
+    "open_artifact",
+    "save_artifact",
+    "verified_file",
+    "versions",
+]
 
 FORMAT = "stitchgen-artifact"
 VERSION = 1
 
 
-def _digest(data: bytes) -> str:
+def digest(data: bytes) -> str:
+    """The SHA-256 an artifact records for a file."""
     return hashlib.sha256(data).hexdigest()
 
 
@@ -46,7 +56,8 @@ def _marshal_name() -> str:
     return f"code.{sys.implementation.cache_tag}.bin"
 
 
-def _versions() -> dict[str, str]:
+def versions() -> dict[str, str]:
+    """The versions an artifact records (and must match to load)."""
     return {
         "stitchgen": __version__,
         "torch": torch.__version__.split("+")[0],
@@ -101,7 +112,7 @@ def save_artifact(
     manifest: dict[str, Any] = {
         "format": FORMAT,
         "version": VERSION,
-        "versions": _versions(),
+        "versions": versions(),
         "magic": importlib.util.MAGIC_NUMBER.hex(),
         "name": generated.name,
         **convention_named(generated.convention).manifest(
@@ -111,7 +122,7 @@ def save_artifact(
         "submod_names": list(generated.submod_names),
         "const_count": len(generated.consts),
         "imports": list(generated.program.imports),
-        "digests": {name: _digest(data) for name, data in files.items()},
+        "digests": {name: digest(data) for name, data in files.items()},
     }
     if key is not None:
         manifest["hmac"] = _sign(manifest, key)
@@ -152,7 +163,7 @@ class Verified:
 
 def verified_file(root: Path, manifest: dict[str, Any], name: str) -> bytes:
     data = _read(root, name)
-    if manifest.get("digests", {}).get(name) != _digest(data):
+    if manifest.get("digests", {}).get(name) != digest(data):
         raise ArtifactError(f"artifact {root}: {name} does not match its digest (corrupt, edited)")
     return data
 
@@ -174,7 +185,7 @@ def open_artifact(root: Path, key: bytes | None, allow_imports: Iterable[str]) -
             raise ArtifactError(f"artifact {root} is signed: pass its key")
         if not hmac.compare_digest(str(manifest.get("hmac", "")), _sign(manifest, key)):
             raise ArtifactError(f"artifact {root}: signature mismatch (tampered, or another key)")
-    mine = _versions()
+    mine = versions()
     if manifest.get("versions") != mine:
         raise ArtifactError(
             f"artifact {root} was made by {manifest.get('versions')}, this process runs "

@@ -1,4 +1,4 @@
-"""``stitchgen`` console script: ``demo`` and ``golden``."""
+"""``stitchgen`` console script: ``demo``, ``golden`` and ``show``."""
 
 from __future__ import annotations
 
@@ -69,6 +69,14 @@ def _golden(args: argparse.Namespace) -> int:
     return 0
 
 
+def _show(args: argparse.Namespace) -> int:
+    from .viewer import describe_artifact
+
+    text, ok = describe_artifact(args.artifact, format=args.format, show_ir=args.ir)
+    sys.stdout.write(text)
+    return 0 if ok else 1
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="stitchgen", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
@@ -105,6 +113,15 @@ def main(argv: list[str] | None = None) -> int:
     gold.add_argument("--root", help="project root (default: found from the current directory)")
     gold.add_argument("-k", action="append", metavar="CASE", help="only this case (repeatable)")
     gold.set_defaults(run=_golden)
+    show = sub.add_parser(
+        "show",
+        help="print a saved artifact's code, bindings and versions; verify its digests",
+        description="Read an artifact without executing anything; exit 1 if a digest fails.",
+    )
+    show.add_argument("artifact", help="the artifact directory (Generated.save)")
+    show.add_argument("--format", action="store_true", help="black-format the code")
+    show.add_argument("--ir", action="store_true", help="print the stored IR too")
+    show.set_defaults(run=_show)
     args = parser.parse_args(argv)
     return args.run(args)
 

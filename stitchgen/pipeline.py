@@ -13,7 +13,7 @@ from typing import Any
 
 import torch.fx as fx
 
-from . import collector
+from . import collector, dump
 from .conventions import CLOSURE, Convention
 from .errors import TemplateError
 from .generated import Generated
@@ -77,6 +77,7 @@ def generate(
     inline: str = "call",
     const_pool: ConstPool | None = None,
     passes: Sequence[Pass] = (),
+    dump_dir: str | os.PathLike[str] | None = None,
 ) -> Generated:
     """Lower and render ``gm``. ``templates`` is a :class:`stitchgen.Templates`
     or a shipped variant's name (``"profiled"``, ``"vllm"``); ``opaque`` names
@@ -86,7 +87,9 @@ def generate(
     ``inline="flatten"`` splices inlined pieces into their callers;
     ``const_pool`` continues the constants of code generated before (see
     :class:`stitchgen.lowering.ConstPool`; ``stitchgen.compat`` uses it);
-    ``passes`` are yours, run on the raw program (see :mod:`stitchgen.passes`).
+    ``passes`` are yours, run on the raw program (see :mod:`stitchgen.passes`);
+    ``dump_dir`` (default: ``$STITCHGEN_DUMP_DIR``) receives a copy of the
+    code for debugging (see :mod:`stitchgen.dump`).
 
     >>> import torch.fx as fx, stitchgen
     >>> generated = stitchgen.generate(fx.symbolic_trace(lambda x: x + 1))
@@ -95,7 +98,31 @@ def generate(
     """
     templates = resolve_templates(templates, template_dirs)
     with collector.paused():  # see collector.py: no full collection on our account
-        return _generate(gm, name, format, templates, opaque, boxed, inline, const_pool, passes)
+        generated = _generate(
+            gm, name, format, templates, opaque, boxed, inline, const_pool, passes
+        )
+        directory = dump_dir if dump_dir is not None else os.environ.get(dump.ENV) or None
+        if directory is not None or dump.tracing():
+            _dump(gm, generated, templates, format, directory)
+        return generated
+
+
+def _dump(
+    gm: fx.GraphModule,
+    generated: Generated,
+    templates: Templates,
+    formatted: bool,
+    directory: str | os.PathLike[str] | None,
+) -> None:
+    """The code, black-formatted under a header, to the dump directory and
+    the structured trace."""
+    program = generated.program
+    code = generated.code if formatted else render(program, format=True, templates=templates)
+    text = dump.dump_text(program, code, type(gm).__name__)
+    if directory is not None:
+        dump.write_dump(directory, program.name, text)
+    if dump.tracing():
+        dump.emit_trace(lambda: text)
 
 
 def _generate(

@@ -1,0 +1,106 @@
+"""``stitchgen show ARTIFACT``: what an artifact holds, read without running
+anything — its code (black-formatted on request), its bindings (submodule
+names, constant descriptions), its versions against this process's, and
+whether every file matches the digest the manifest records. Nothing is
+unpickled (the constants' descriptions come from the stored IR, which is
+JSON), imported or executed."""
+
+from __future__ import annotations
+
+import json
+import pprint
+from pathlib import Path
+from typing import Any
+
+from . import ir
+from .archive import FORMAT, digest, versions
+
+__all__ = ["describe_artifact"]
+
+
+def _files(root: Path, manifest: dict[str, Any]) -> tuple[list[str], bool]:
+    lines, ok = [], True
+    for name, recorded in sorted(manifest.get("digests", {}).items()):
+        try:
+            actual = digest((root / name).read_bytes())
+        except OSError as exc:
+            lines.append(f"  {name}: FAILED (cannot read: {exc.strerror or exc})")
+            ok = False
+            continue
+        if actual == recorded:
+            lines.append(f"  {name}: ok")
+        else:
+            lines.append(f"  {name}: FAILED (does not match its digest: corrupt or edited)")
+            ok = False
+    return lines, ok
+
+
+def describe_artifact(
+    path: str | Path, *, format: bool = False, show_ir: bool = False
+) -> tuple[str, bool]:
+    """The report for the artifact at ``path``, and whether its digests
+    verify (a signature is reported, not checked: that needs the key)."""
+    root = Path(path)
+    try:
+        manifest = json.loads((root / "manifest.json").read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError) as exc:
+        return f"{root}: not a readable stitchgen artifact ({exc})", False
+    if not isinstance(manifest, dict) or manifest.get("format") != FORMAT:
+        return f"{root}: not a stitchgen artifact", False
+    files, ok = _files(root, manifest)
+    out = [f"artifact {root}", f"entry: {manifest.get('name')} ({manifest.get('convention')})"]
+    if manifest.get("variant"):
+        out.append(f"templates: the {manifest['variant']} variant")
+    mine = versions()
+    theirs = manifest.get("versions", {})
+    same = (
+        "same as this process" if theirs == mine else f"this process has {mine}: it will not load"
+    )
+    out.append(f"versions: {theirs} ({same})")
+    out.append("signature: " + ("HMAC-SHA256 (not checked here)" if "hmac" in manifest else "none"))
+    out.append("digests: " + ("all files verify" if ok else "VERIFICATION FAILED"))
+    out.extend(files)
+    inlined = set(manifest.get("inlined_submods", ()))
+    out.append("submodule bindings:")
+    for name in manifest.get("submod_names", []):
+        out.append(f"  {name}" + (" (inlined: no binding needed)" if name in inlined else ""))
+    if not manifest.get("submod_names"):
+        out.append("  none")
+    program = _program(root, manifest)
+    out.append("constants:")
+    if isinstance(program, ir.Program):
+        for decl in program.consts:
+            out.append(f"  {decl.name}: {decl.description}")
+        if not program.consts:
+            out.append("  none")
+    else:
+        out.append(f"  {manifest.get('const_count')} (descriptions unreadable: {program})")
+    if manifest.get("imports"):
+        out.append(f"imports: {', '.join(manifest['imports'])}")
+    try:
+        code = (root / "code.py").read_text(encoding="utf-8")
+    except OSError as exc:
+        code = f"# cannot read code.py: {exc}\n"
+    if format:
+        from .formatting import format_source
+
+        try:
+            code = format_source(code)
+        except Exception as exc:  # black refuses it: show it as it is
+            out.append(f"(black could not format the code: {exc})")
+    out.append("code:")
+    out.append(code.rstrip("\n"))
+    if show_ir:
+        out.append("IR:")
+        out.append(pprint.pformat(program, width=100) if isinstance(program, ir.Program) else "")
+    return "\n".join(out) + "\n", ok
+
+
+def _program(root: Path, manifest: dict[str, Any]) -> ir.Program | str:
+    try:
+        data = json.loads((root / "program.json").read_text(encoding="utf-8"))
+        count = int(manifest.get("const_count", 0))
+        program = ir.from_json(data, (None,) * count)  # placeholders: nothing is unpickled
+    except Exception as exc:
+        return f"{type(exc).__name__}: {exc}"
+    return program if isinstance(program, ir.Program) else "not a program"
