@@ -1,7 +1,8 @@
 """The program that stitchgen emits, as plain frozen dataclasses.
 
-``lower`` builds a :class:`Program` from an FX graph; passes (``liveness``,
-``naming``) rewrite it; ``render`` turns it into Python source. Every node is
+``lowering`` builds a :class:`Program` from an FX graph; the passes
+(:mod:`stitchgen.passes`) rewrite it; ``rendering`` turns it into Python
+source. Every node is
 plain data: printable, comparable, hashable and, through :func:`to_json` /
 :func:`from_json`, JSON-round-trippable. The lifted constant *objects* are the
 one exception: they travel beside the program (``Program.const_values``), never
