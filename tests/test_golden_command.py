@@ -2,9 +2,9 @@
 as its own small project, driven through the console script."""
 
 import os
+import shutil
 import subprocess
 import sys
-import textwrap
 from pathlib import Path
 
 import pytest
@@ -14,33 +14,16 @@ pytestmark = pytest.mark.slow  # fresh processes
 SCRIPT = Path(sys.executable).parent / "stitchgen"
 
 
+EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "downstream_project"
+
+
 @pytest.fixture
 def project(tmp_path):
-    """acme: its own pyproject, templates, cases and golden directory."""
-    (tmp_path / "pyproject.toml").write_text('[project]\nname = "acme"\nversion = "0.0.1"\n')
-    (tmp_path / "templates").mkdir()
-    (tmp_path / "templates" / "module.py.j2").write_text(
-        '{% extends "stitchgen/module.py.j2" %}\n'
-        "{% block header %}\n# acme: generated, do not edit\n{{ super() -}}\n{% endblock %}\n"
-    )
-    (tmp_path / "acme_cases.py").write_text(
-        textwrap.dedent(
-            """
-            import torch
-            import torch.fx as fx
-
-            def double():
-                return fx.symbolic_trace(lambda x: x * 2)
-
-            def relu_plus_one():
-                return fx.symbolic_trace(lambda x: torch.relu(x) + 1)
-
-            CASES = {"double": double, "relu_plus_one": relu_plus_one}
-            SMALL = {"double": double}
-            """
-        )
-    )
-    return tmp_path
+    """acme (examples/downstream_project): its own pyproject, templates, cases
+    and golden directory, copied where the test may change it."""
+    target = tmp_path / "acme"
+    shutil.copytree(EXAMPLE, target, ignore=shutil.ignore_patterns("__pycache__"))
+    return target
 
 
 def golden(project, *args):
@@ -56,10 +39,17 @@ def golden(project, *args):
     )
 
 
-ARGS = ["--cases", "acme_cases.py", "--dir", "golden", "--template-dir", "templates"]
+ARGS = ["--cases", "cases.py", "--dir", "golden", "--template-dir", "templates"]
+
+
+def test_the_shipped_example_is_up_to_date(project):
+    result = golden(project, *ARGS, "--check")
+    assert result.returncode == 0, result.stderr
+    assert "all files match" in result.stdout
 
 
 def test_update_writes_one_formatted_file_per_case_and_the_versions(project):
+    shutil.rmtree(project / "golden")
     result = golden(project, *ARGS, "--update")
     assert result.returncode == 0, result.stderr
     assert "updated 2 golden file(s)" in result.stdout
@@ -79,7 +69,7 @@ def test_a_drifting_file_is_a_diff_and_the_command_that_regenerates(project):
     result = golden(project, *ARGS, "--check")
     assert result.returncode == 1
     assert "--- golden/double.py" in result.stderr and "+++ generated (double)" in result.stderr
-    regen = "stitchgen golden --cases acme_cases.py --dir golden --template-dir templates"
+    regen = "stitchgen golden --cases cases.py --dir golden --template-dir templates"
     assert f"to accept: {regen} --update -k double" in result.stderr
     assert "relu_plus_one" not in result.stderr  # only the drifting file is reported
 
@@ -95,7 +85,7 @@ def test_a_version_mismatch_is_reported_as_such_not_as_drift(project):
 
 
 def test_a_module_and_attribute_by_name_and_one_case(project):
-    args = ["--cases", "acme_cases:SMALL", "--dir", "small", "--variant", "profiled"]
+    args = ["--cases", "cases:SMALL", "--dir", "small", "--variant", "profiled"]
     assert golden(project, *args, "--update").returncode == 0
     assert sorted(p.name for p in (project / "small").iterdir()) == ["VERSIONS", "double.py"]
     assert golden(project, *args, "--check", "-k", "double").returncode == 0
@@ -117,5 +107,5 @@ def test_missing_and_stale_files_are_named(project):
 def test_options_that_need_cases_are_refused(project):
     result = golden(project, "--check", "--dir", "golden")
     assert result.returncode == 2 and "go with --cases" in result.stderr
-    result = golden(project, "--check", "--cases", "acme_cases.py")
+    result = golden(project, "--check", "--cases", "cases.py")
     assert result.returncode == 2 and "--cases needs --dir" in result.stderr
