@@ -131,3 +131,31 @@ def test_show_reports_a_tampered_artifact_without_running_it(artifact, tmp_path)
 def test_show_refuses_what_is_not_an_artifact(tmp_path):
     result = _show(tmp_path)
     assert result.returncode == 1 and "not a readable stitchgen artifact" in result.stdout
+
+
+def _demo(env):
+    return subprocess.run(
+        [SCRIPT, "demo", "--layers", "1"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, **env},
+    )
+
+
+@pytest.mark.slow
+def test_the_console_script_dumps_through_the_environment_variable(tmp_path):
+    result = _demo({"STITCHGEN_DUMP_DIR": str(tmp_path / "dumps")})
+    assert result.returncode == 0, result.stderr
+    (dumped,) = (tmp_path / "dumps").iterdir()
+    assert dumped.read_text().startswith("# stitchgen dump: GraphModule -> execution_fn\n")
+
+
+@pytest.mark.slow
+def test_an_unwritable_dump_dir_does_not_fail_the_console_script(tmp_path):
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    result = _demo({"STITCHGEN_DUMP_DIR": str(blocker / "dumps")})
+    assert result.returncode == 0
+    assert "outputs equal to the GraphModule: True" in result.stdout
+    assert "cannot write the generated code" in result.stderr
