@@ -5,7 +5,7 @@ refused or stays a quoted literal."""
 import re
 
 import pytest
-import torch.fx as fx
+from builders import override_return, returning_constant
 
 import stitchgen
 from stitchgen import TemplateError, Templates
@@ -16,9 +16,7 @@ UNQUOTED = re.compile(r"(?<![\"'])PWNED_7f3a")
 
 
 def _program(payload):
-    graph = fx.Graph()
-    graph.output((graph.placeholder("x"), payload))
-    return stitchgen.lower(fx.GraphModule({}, graph))
+    return stitchgen.lower(returning_constant(payload))
 
 
 ENVIRONMENT = Templates(variant="profiled").environment
@@ -157,14 +155,7 @@ def test_code_and_the_programs_names_still_print(expression, expected):
 
 
 def test_an_escaping_filter_in_an_override_is_a_template_error_naming_the_line(tmp_path):
-    (tmp_path / "function.py.j2").write_text(
-        '{% extends "stitchgen/function.py.j2" %}\n'
-        "{% block return %}\n"
-        "    return {{ stmt.value.items[1].value | e }}\n"
-        "{% endblock %}\n"
-    )
-    graph = fx.Graph()
-    graph.output((graph.placeholder("x"), "PWNED_7f3a()"))
-    gm = fx.GraphModule({}, graph)
+    override_return(tmp_path, "stmt.value.items[1].value | e")
+    gm = returning_constant("PWNED_7f3a()")
     with pytest.raises(TemplateError, match=r"function\.py\.j2:3: unsafe output: filter 'e'"):
         stitchgen.generate(gm, template_dirs=[tmp_path])

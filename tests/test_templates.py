@@ -7,6 +7,7 @@ import downstream_hooks
 import pytest
 import torch
 import torch.fx as fx
+from builders import override_return, returning_constant
 from golden_cases import CASES, downstream_templates
 from oracle import assert_same
 
@@ -101,20 +102,11 @@ def test_printing_a_raw_constant_is_refused_naming_template_and_line(tmp_path):
 
 
 def test_a_string_constant_cannot_be_printed_as_code(tmp_path):
-    (tmp_path / "function.py.j2").write_text(
-        '{% extends "stitchgen/function.py.j2" %}\n'
-        "{% block return %}\n"
-        "    return {{ stmt.value.items[1].value }}\n"
-        "{% endblock %}\n"
-    )
-    graph = fx.Graph()
-    graph.output((graph.placeholder("x"), "__import__('os').getcwd()"))
-    gm = fx.GraphModule({}, graph)
+    override_return(tmp_path, "stmt.value.items[1].value")
+    gm = returning_constant("__import__('os').getcwd()")
     with pytest.raises(TemplateError, match="unsafe output"):
         stitchgen.generate(gm, template_dirs=[tmp_path])
-    (tmp_path / "function.py.j2").write_text(
-        (tmp_path / "function.py.j2").read_text().replace(".value }}", ".value | literal }}")
-    )
+    override_return(tmp_path, "stmt.value.items[1].value | literal")
     assert stitchgen.compile(gm, template_dirs=[tmp_path])(1) == "__import__('os').getcwd()"
 
 

@@ -1,0 +1,27 @@
+"""Small graphs and template overrides the tests share (instead of copies)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import torch.fx as fx
+
+
+def returning_constant(value: object) -> fx.GraphModule:
+    """``lambda x: (x, value)`` as a graph: a constant straight in the output."""
+    graph = fx.Graph()
+    graph.output((graph.placeholder("x"), value))
+    return fx.GraphModule({}, graph)
+
+
+def override_return(directory: Path, expression: str) -> Path:
+    """A ``function.py.j2`` in ``directory`` whose return block prints
+    ``{{ <expression> }}``; the file's path."""
+    path = Path(directory) / "function.py.j2"
+    path.write_text(
+        '{% extends "stitchgen/function.py.j2" %}\n'
+        "{% block return %}\n"
+        f"    return {{{{ {expression} }}}}\n"
+        "{% endblock %}\n"
+    )
+    return path
