@@ -15,7 +15,6 @@ import torch.fx as fx
 
 from . import collector, dump
 from .conventions import CLOSURE, Convention
-from .errors import TemplateError
 from .generated import Generated
 from .ir import Call, Program
 from .loading import compile_source, load
@@ -194,12 +193,8 @@ def _compiled(code: str, name: str, templates: Templates) -> types.CodeType:
     except SyntaxError as exc:  # IndentationError included
         lines = code.splitlines()
         line = lines[exc.lineno - 1].strip() if exc.lineno and exc.lineno <= len(lines) else ""
-        where = templates.describe()
-        raise TemplateError(
-            f"{where}: the rendered source is not valid Python: {exc.msg} at line "
-            f"{exc.lineno} of the source ({line[:80]!r}); check the templates in use",
-            template=where,
-        ) from exc
+        detail = f": {exc.msg} at line {exc.lineno} of the source ({line[:80]!r})"
+        raise templates.invalid_source(detail) from exc
 
 
 def compile(

@@ -172,12 +172,15 @@ class Templates:
     def _build(self) -> jinja2.Environment:
         from .environment import build_environment  # Jinja is imported on first use
 
-        builtin = templates_dir()
+        filters = {**Writer.for_refs(self.convention.refs).filters(), **self.filters}
+        return build_environment(templates_dir(), self._search(), filters, self.globals)
+
+    def _search(self) -> list[str]:
+        """The directories searched before the built-ins: the user's, then the variant's."""
         search = list(self.dirs)
         if self.variant:
-            search.append(str(builtin / "variants" / self.variant))
-        filters = {**Writer.for_refs(self.convention.refs).filters(), **self.filters}
-        return build_environment(builtin, search, filters, self.globals)
+            search.append(str(templates_dir() / "variants" / self.variant))
+        return search
 
     @property
     def builtin_in_effect(self) -> bool:
@@ -197,16 +200,20 @@ class Templates:
         """The template files that render: ``module.py.j2`` and
         ``function.py.j2``, each from the first directory that has it (the
         user's, the variant's, or the built-ins)."""
-        builtin = templates_dir()
-        search = [*self.dirs]
-        if self.variant:
-            search.append(str(builtin / "variants" / self.variant))
-        search.append(str(builtin))
+        search = [*self._search(), str(templates_dir())]
         found = []
         for name in _BUILTIN_FILES:
             where = next(d for d in search if os.path.isfile(os.path.join(d, name)))
             found.append(os.path.join(where, name))
         return " + ".join(found)
+
+    def invalid_source(self, detail: str) -> TemplateError:
+        """The error for rendered source that is not Python, naming the templates."""
+        where = self.describe()
+        return TemplateError(
+            f"{where}: the rendered source is not valid Python{detail}; check the templates in use",
+            template=where,
+        )
 
     def render(self, program: Program, *, format: bool = False) -> str:
         """Source for ``program``; ``format=True`` gives black's formatting.
@@ -285,12 +292,7 @@ def _formatted(source: str, templates: Templates) -> str:
     try:
         return format_source(source)
     except Exception as exc:  # black.InvalidInput and friends
-        where = templates.describe()
-        raise TemplateError(
-            f"{where}: the rendered source is not valid Python (black: {exc}); "
-            "check the templates in use",
-            template=where,
-        ) from exc
+        raise templates.invalid_source(f" (black: {exc})") from exc
 
 
 def render(
