@@ -31,8 +31,8 @@ from typing import Any
 
 import torch.fx as fx
 
-from . import collector
 from .conventions import VLLM
+from .dump import emit_trace
 from .errors import BindingError
 from .loading import exec_source, keep_source
 from .lowering import ConstPool, is_inlinable
@@ -95,15 +95,10 @@ def generate_execution_code_with_name(
         _refuse_call_module(split_gm)
         templates = _WITHOUT_SUBMODS
     pool = ConstPool(tuple(consts), dict(const_index))
-    with collector.paused():
-        generated = generate(
-            split_gm,
-            name=fn_name,
-            templates=templates or "vllm",
-            format=False,
-            const_pool=pool,
-        )
-        new = generated.consts[len(consts) :]
+    generated = generate(
+        split_gm, name=fn_name, templates=templates or "vllm", format=False, const_pool=pool
+    )
+    new = generated.consts[len(consts) :]
     # commit to the caller's list and index only now that generation succeeded
     for value in new:
         const_index[id(value)] = len(consts)
@@ -124,18 +119,6 @@ def generate_execution_code(split_gm: fx.GraphModule) -> tuple[str, list[str], l
     return generate_execution_code_with_name(split_gm, "execution_fn", with_submod=True)
 
 
-def _emit_trace_artifact(code: str) -> None:
-    """The source as a ``torch._logging.trace_structured`` artifact, as vLLM
-    emits it, so ``TORCH_TRACE``/tlparse users see it."""
-    from torch._logging import trace_structured
-
-    trace_structured(
-        "artifact",
-        metadata_fn=lambda: {"name": "vllm_execution_code", "encoding": "string"},
-        payload_fn=lambda: code,
-    )
-
-
 def compile_execution_fn(
     code: str,
     submod_callables: Mapping[str, Callable[..., Any]],
@@ -150,7 +133,8 @@ def compile_execution_fn(
     :class:`stitchgen.BindingError` now, not a ``None`` call later (names the
     code never calls — inlined children — may be absent).
     """
-    _emit_trace_artifact(code)
+    # the source as vLLM emits it, every time, so TORCH_TRACE/tlparse users see it
+    emit_trace(lambda: code, name="vllm_execution_code")
     used = {int(i) for i in _SUBMOD_INDEX.findall(code)}
     out_of_range = sorted(i for i in used if i >= len(submod_names))
     if out_of_range:

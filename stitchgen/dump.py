@@ -77,12 +77,12 @@ def tracing() -> bool:
     return bool(os.environ.get("TORCH_TRACE"))
 
 
-def emit_trace(text: Callable[[], str]) -> None:
-    """``text()`` as a ``trace_structured`` artifact (computed only if kept)."""
+def emit_trace(text: Callable[[], str], name: str = "stitchgen_generated_code") -> None:
+    """``text()`` as the ``trace_structured`` artifact ``name`` (computed only if kept)."""
     from torch._logging import trace_structured
 
     trace_structured(
         "artifact",
-        metadata_fn=lambda: {"name": "stitchgen_generated_code", "encoding": "string"},
+        metadata_fn=lambda: {"name": name, "encoding": "string"},
         payload_fn=text,
     )
