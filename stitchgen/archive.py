@@ -27,7 +27,7 @@ from . import ir
 from .conventions import convention_named
 from .errors import ArtifactError
 from .loading import compile_source
-from .version import __version__
+from .version import __version__, torch_version
 
 if TYPE_CHECKING:
     from .generated import Generated
@@ -60,7 +60,7 @@ def versions() -> dict[str, str]:
     """The versions an artifact records (and must match to load)."""
     return {
         "stitchgen": __version__,
-        "torch": torch.__version__.split("+")[0],
+        "torch": torch_version(),
         "python": f"{sys.version_info.major}.{sys.version_info.minor}",
     }
 

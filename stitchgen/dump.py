@@ -19,7 +19,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from .ir import Program
-from .version import __version__
+from .version import __version__, torch_version
 
 __all__ = ["ENV", "dump_text", "emit_trace", "tracing", "write_dump"]
 
@@ -29,8 +29,6 @@ ENV = "STITCHGEN_DUMP_DIR"
 
 def dump_text(program: Program, formatted_code: str, graph: str) -> str:
     """The dumped text: a header, then the black-formatted code."""
-    import torch
-
     pieces = [s.path for s in program.submods if not s.inlined]
     inlined = [fn.origin for fn in program.functions[:-1] if fn.origin]
     inputs = [p.keyword or p.name for p in program.entry.params]
@@ -39,7 +37,7 @@ def dump_text(program: Program, formatted_code: str, graph: str) -> str:
         f"# bound pieces: {', '.join(pieces) or 'none'}",
         f"# inlined pieces: {', '.join(inlined) or 'none'}",
         f"# inputs: {', '.join(inputs) or 'none'}",
-        f"# stitchgen {__version__}, torch {torch.__version__.split('+')[0]}",
+        f"# stitchgen {__version__}, torch {torch_version()}",
     ]
     return "\n".join(header) + "\n" + formatted_code
 

@@ -166,12 +166,10 @@ def entries(root: Path) -> dict[str, Entry]:
 def versions() -> str:
     """What ``VERSIONS`` records: the stitchgen, black and torch versions."""
     import black
-    import torch
 
-    from .version import __version__
+    from .version import __version__, torch_version
 
-    torch_version = torch.__version__.split("+")[0]
-    return f"stitchgen=={__version__}\nblack=={black.__version__}\ntorch=={torch_version}\n"
+    return f"stitchgen=={__version__}\nblack=={black.__version__}\ntorch=={torch_version()}\n"
 
 
 def _selected(all_entries: dict[str, Entry], only: list[str] | None) -> list[Entry]:
