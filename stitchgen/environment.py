@@ -188,9 +188,7 @@ def program_names(program: Program) -> frozenset[str]:
             names.add(fn.box)
         names.update(p.name for p in fn.params)
         for stmt in fn.body:
-            target = getattr(stmt, "target", None)
-            if isinstance(target, str):
-                names.add(target)
+            names.update(ir.writes(stmt))
     return frozenset(names)
 
 

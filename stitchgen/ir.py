@@ -466,9 +466,20 @@ def reads(stmt: Stmt) -> list[str]:
     return out
 
 
+_TARGETS: dict[type, tuple[str, ...]] = {}  # a cache, safe to share
+
+
+def _targets(cls: type) -> tuple[str, ...]:
+    """The fields of ``cls`` that hold the local it assigns (hot: per statement)."""
+    fields = _TARGETS.get(cls)
+    if fields is None:
+        fields = _TARGETS[cls] = tuple(n for n, role in _roles(cls) if role == "target")
+    return fields
+
+
 def writes(stmt: Stmt) -> list[str]:
     """Local names a statement assigns."""
-    return [getattr(stmt, name) for name, role in _roles(type(stmt)) if role == "target"]
+    return [getattr(stmt, name) for name in _targets(type(stmt))]
 
 
 def deletes(stmt: Stmt) -> list[str]:
@@ -482,8 +493,8 @@ def deletes(stmt: Stmt) -> list[str]:
 
 def defines(stmt: Stmt) -> str | None:
     """The local name a statement assigns, if any (statements assign one at most)."""
-    targets = writes(stmt)
-    return targets[0] if targets else None
+    fields = _targets(type(stmt))
+    return getattr(stmt, fields[0]) if fields else None
 
 
 #: every statement class, from the ``Stmt`` union

@@ -31,6 +31,7 @@ from ..ir import (
     Stmt,
     SubmodDecl,
     SubmodRef,
+    defines,
     map_expr,
     map_stmt,
 )
@@ -138,7 +139,7 @@ def assign_names(program: Program) -> Program:
     functions = []
     for fn, (ns, names, fn_params) in zip(program.functions, local_scopes, strict=True):
         for stmt in fn.body:
-            target = getattr(stmt, "target", None)
+            target = defines(stmt)
             if target is not None and target not in names:
                 names[target] = ns.create(target)
         if globals_kept and not fn.box and all(k == v for k, v in names.items()):
