@@ -62,11 +62,24 @@ def load_registry(root: Path) -> Any:
     path = root / "tests" / "golden_cases.py"
     module = sys.modules.get("golden_cases")
     if module is None or Path(getattr(module, "__file__", "")).resolve() != path.resolve():
-        spec = importlib.util.spec_from_file_location("golden_cases", path)
-        assert spec is not None and spec.loader is not None
-        module = importlib.util.module_from_spec(spec)
-        sys.modules["golden_cases"] = module
+        module = _import_file(path, "golden_cases")
+    return module
+
+
+def _import_file(path: Path, name: str, beside: bool = False) -> Any:
+    """The module at ``path``, imported as ``name`` (in ``sys.modules``);
+    ``beside`` lets it import the modules next to it while it loads."""
+    spec = importlib.util.spec_from_file_location(name, path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    if beside:
+        sys.path.insert(0, str(path.parent))
+    try:
         spec.loader.exec_module(module)
+    finally:
+        if beside:
+            sys.path.remove(str(path.parent))
     return module
 
 
@@ -79,16 +92,8 @@ def load_cases(spec: str) -> Mapping[str, Callable[[], Any]]:
         path = Path(module_name).resolve()
         if not path.is_file():
             raise FileNotFoundError(f"--cases {spec}: no file {path}")
-        name = f"stitchgen_golden_cases_{path.stem}"
-        spec_ = importlib.util.spec_from_file_location(name, path)
-        assert spec_ is not None and spec_.loader is not None
-        module = importlib.util.module_from_spec(spec_)
-        sys.modules[name] = module
-        sys.path.insert(0, str(path.parent))  # its own helpers import as they would in its tests
-        try:
-            spec_.loader.exec_module(module)
-        finally:
-            sys.path.remove(str(path.parent))
+        # its own helpers import as they would in its tests
+        module = _import_file(path, f"stitchgen_golden_cases_{path.stem}", beside=True)
     else:
         module = importlib.import_module(module_name)
     cases = getattr(module, attr, None)
