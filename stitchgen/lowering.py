@@ -52,6 +52,7 @@ from .ir import (
     TupleExpr,
 )
 from .literals import is_primitive
+from .passes.naming import Namespace
 from .references import qualified_ref
 
 __all__ = [
@@ -270,16 +271,8 @@ class _Lowerer:
         info = pytree_info(gm)
         if any(p.kind or p.default is not None for p in entry.params):
             raise CodegenError("a pytree graph's placeholders must be plain inputs")
-        taken = {n.name for n in gm.graph.nodes}
-
-        def fresh(base: str) -> str:
-            name, n = base, 0
-            while name in taken:
-                n += 1
-                name = f"{base}_{n}"
-            taken.add(name)
-            return name
-
+        # raw names apart from every node's (the naming pass makes them final)
+        fresh = Namespace({n.name for n in gm.graph.nodes}).create
         orig = [str(a) for a in info.orig_args]
         params = tuple(Param(fresh(a), None, "", a) for a in orig)
         names = [Name(p.name) for p in params]
