@@ -1,4 +1,4 @@
-"""The program that stitchgen emits, as plain frozen dataclasses.
+"""The program that stitchgen emits, as plain immutable dataclasses.
 
 ``lowering`` builds a :class:`Program` from an FX graph; the passes
 (:mod:`stitchgen.passes`) rewrite it; ``rendering`` turns it into Python
@@ -8,16 +8,25 @@ plain data: printable, comparable, hashable and, through :func:`to_json` /
 one exception: they travel beside the program (``Program.const_values``), never
 inside the JSON.
 
+Every class derives from :class:`Node`, which supplies what a frozen
+dataclass would generate — immutability, ``__eq__``, ``__repr__`` and a
+cached ``__hash__`` — once for all of them; each class is a
+``@dataclass(init=False, repr=False, eq=False)`` with its ``__init__``
+written out, so creating the classes costs no generated code at import
+(``dataclasses.fields``, ``replace`` and ``is_dataclass`` work as on any
+dataclass, and a subclass of your own is declared ``@dataclass(frozen=True)``).
+
 Each statement class names the template block that renders it
 (``template: ClassVar[str]``), and each field says what it holds
 (``field(metadata=...)``: an expression, expressions, keyword pairs, the
-local it assigns, the locals it deletes, or plain information). One generic
-walker reads those roles — :func:`map_expr`, :func:`map_stmt`,
-:func:`map_bodies`, :func:`reads`, :func:`writes` — so every pass rebuilds
-statements through it and a field added to a class is carried by all of
-them. A new kind of statement touches its class, its block in
-``function.py.j2`` and its branch in ``emitter.py``; a kind with no block is
-a :class:`~stitchgen.errors.TemplateError`, never silent.
+local it assigns, the locals it deletes, or plain information); the roles are
+class data (:meth:`Node.schema`). One generic walker reads them —
+:func:`map_expr`, :func:`map_stmt`, :func:`map_bodies`, :func:`reads`,
+:func:`writes` — so every pass rebuilds statements through it, a field added
+to a class is carried by all of them, and a statement nothing changed comes
+back as the very same object. A new kind of statement touches its class, its
+block in ``function.py.j2`` and its method in ``emitter.py``; a kind with no
+block is a :class:`~stitchgen.errors.TemplateError`, never silent.
 :func:`verify` checks a program's invariants (the passes' contract).
 """
 
@@ -25,7 +34,6 @@ from __future__ import annotations
 
 import base64
 import dataclasses
-import functools
 import math
 import typing
 from collections.abc import Callable, Iterable
@@ -51,11 +59,13 @@ __all__ = [
     "Literal",
     "MethodRef",
     "Name",
+    "Node",
     "PRIMITIVE_TYPES",
     "Param",
     "Program",
     "Return",
     "STATEMENTS",
+    "Schema",
     "SliceExpr",
     "Stmt",
     "SubmodDecl",
@@ -63,7 +73,6 @@ __all__ = [
     "TupleExpr",
     "defines",
     "deletes",
-    "expr_names",
     "from_json",
     "map_bodies",
     "map_expr",
@@ -83,23 +92,122 @@ _KWARGS = {"role": "kwargs"}  # a tuple of (keyword, expression) pairs
 _TARGET = {"role": "target"}  # the local a statement assigns
 _DELETES = {"role": "deletes"}  # the locals a statement deletes
 
+#: the IR classes of this module by name (``from_json``), filled by ``Node``
+_CLASSES: dict[str, type[Node]] = {}
+
+
+class Schema:
+    """A class's fields as the walker and ``Node`` read them (class data,
+    computed once per class from ``dataclasses.fields``)."""
+
+    __slots__ = ("compared", "deleting", "roles", "shown", "targets")
+
+    def __init__(self, cls: type) -> None:
+        fields = dataclasses.fields(cls)
+        #: ``(field, role)`` for the fields the walker visits
+        self.roles: tuple[tuple[str, str], ...] = tuple(
+            (f.name, f.metadata["role"]) for f in fields if "role" in f.metadata
+        )
+        #: the fields equality and the hash compare
+        self.compared = tuple(f.name for f in fields if f.compare)
+        #: the fields ``repr`` shows
+        self.shown = tuple(f.name for f in fields if f.repr)
+        #: the fields holding the local a statement assigns / the locals it deletes
+        self.targets = tuple(n for n, role in self.roles if role == "target")
+        self.deleting = tuple(n for n, role in self.roles if role == "deletes")
+
+
+_set = object.__setattr__
+
+
+class Node:
+    """The base of every IR class: immutable, equal when of the same class
+    with equal fields, hashed by its fields (once: the hash is cached), shown
+    as a dataclass is (``Name(id='x')``)."""
+
+    __slots__ = ()
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if cls.__module__ == __name__:
+            _CLASSES[cls.__name__] = cls
+
+    @classmethod
+    def schema(cls) -> Schema:
+        """The class's :class:`Schema` (computed on first use, then class data)."""
+        found = cls.__dict__.get("_schema")
+        if found is None:
+            if not dataclasses.is_dataclass(cls):
+                raise TypeError(f"{cls.__name__} is not an IR class")
+            found = Schema(cls)
+            type.__setattr__(cls, "_schema", found)
+        return found
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        raise dataclasses.FrozenInstanceError(f"cannot assign to field {name!r}")
+
+    def __delattr__(self, name: str) -> None:
+        raise dataclasses.FrozenInstanceError(f"cannot delete field {name!r}")
+
+    def _key(self) -> tuple[Any, ...]:
+        return tuple([getattr(self, n) for n in type(self).schema().compared])
+
+    def __eq__(self, other: object) -> bool:
+        if self is other:
+            return True
+        if type(other) is not type(self):
+            return NotImplemented
+        return self._key() == other._key()  # type: ignore[attr-defined]
+
+    def __hash__(self) -> int:
+        state = self.__dict__
+        cached: int | None = state.get("_hash")
+        if cached is None:
+            cached = state["_hash"] = hash((type(self).__name__, self._key()))
+        return cached
+
+    def __getstate__(self) -> dict[str, Any]:
+        # the cached hash is this process's: never pickled or copied
+        return {k: v for k, v in self.__dict__.items() if k != "_hash"}
+
+    def __repr__(self) -> str:
+        shown = ", ".join(f"{n}={getattr(self, n)!r}" for n in type(self).schema().shown)
+        return f"{type(self).__qualname__}({shown})"
+
+
+def _frozen(cls: type) -> None:
+    """Tell ``dataclasses`` that ``cls`` is frozen (``Node`` makes it so):
+    a subclass of your own is then declared ``@dataclass(frozen=True)``, as
+    for any frozen dataclass."""
+    params = cls.__dict__["__dataclass_params__"]
+    if not params.frozen:
+        params = type(params).__new__(type(params))
+        for slot in type(params).__slots__:
+            setattr(params, slot, getattr(cls.__dataclass_params__, slot))
+        params.frozen = True
+        type.__setattr__(cls, "__dataclass_params__", params)
+
+
 # --------------------------------------------------------------------------
 # expressions
 
 
-@dataclass(frozen=True)
-class Name:
+@dataclass(init=False, repr=False, eq=False)
+class Name(Node):
     """A local variable or parameter of the function being rendered."""
 
     id: str
+
+    def __init__(self, id: str) -> None:
+        self.__dict__["id"] = id
 
 
 #: The exact types that render as Python literals (see ``literals.py``).
 PRIMITIVE_TYPES = (type(None), bool, int, float, complex, str, bytes, type(Ellipsis))
 
 
-@dataclass(frozen=True, eq=False)
-class Literal:
+@dataclass(init=False, repr=False, eq=False)
+class Literal(Node):
     """A primitive value written inline: None, bool, int, float (inf and nan
     included), complex, str, bytes or Ellipsis. Two literals are equal when
     they have the same type and the same spelling (so ``True != 1`` and
@@ -107,30 +215,30 @@ class Literal:
 
     value: Any
 
-    def __post_init__(self) -> None:
-        if type(self.value) not in PRIMITIVE_TYPES:
-            raise TypeError(f"Literal holds a primitive value, not {type(self.value).__name__}")
+    def __init__(self, value: Any) -> None:
+        if type(value) not in PRIMITIVE_TYPES:
+            raise TypeError(f"Literal holds a primitive value, not {type(value).__name__}")
+        self.__dict__["value"] = value
 
     def _key(self) -> tuple[str, str]:
         return (type(self.value).__name__, repr(self.value))
 
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, Literal) and self._key() == other._key()
 
-    def __hash__(self) -> int:
-        return hash(self._key())
-
-
-@dataclass(frozen=True)
-class ConstRef:
+@dataclass(init=False, repr=False, eq=False)
+class ConstRef(Node):
     """A lifted constant: ``Program.consts[index]``, bound under ``name``."""
 
     index: int
     name: str
 
+    def __init__(self, index: int, name: str) -> None:
+        d = self.__dict__
+        d["index"] = index
+        d["name"] = name
 
-@dataclass(frozen=True)
-class GlobalRef:
+
+@dataclass(init=False, repr=False, eq=False)
+class GlobalRef(Node):
     """An object reached by an exact qualified name: ``module`` is imported,
     ``path`` is the attribute chain inside it (``torch`` + ``ops.aten.mm.default``).
     ``builtins`` objects render as their bare name."""
@@ -138,27 +246,55 @@ class GlobalRef:
     module: str
     path: str
 
+    def __init__(self, module: str, path: str) -> None:
+        d = self.__dict__
+        d["module"] = module
+        d["path"] = path
 
-@dataclass(frozen=True)
-class TupleExpr:
+
+@dataclass(init=False, repr=False, eq=False)
+class TupleExpr(Node):
+    """A tuple display ``(a, b)``."""
+
     items: tuple[Expr, ...] = field(metadata=_EXPRS)
 
+    def __init__(self, items: tuple[Expr, ...]) -> None:
+        self.__dict__["items"] = items
 
-@dataclass(frozen=True)
-class ListExpr:
+
+@dataclass(init=False, repr=False, eq=False)
+class ListExpr(Node):
+    """A list display ``[a, b]``."""
+
     items: tuple[Expr, ...] = field(metadata=_EXPRS)
 
+    def __init__(self, items: tuple[Expr, ...]) -> None:
+        self.__dict__["items"] = items
 
-@dataclass(frozen=True)
-class DictExpr:
+
+@dataclass(init=False, repr=False, eq=False)
+class DictExpr(Node):
+    """A dict display ``{k: v}``."""
+
     items: tuple[tuple[Expr, Expr], ...] = field(metadata=_PAIRS)
 
+    def __init__(self, items: tuple[tuple[Expr, Expr], ...]) -> None:
+        self.__dict__["items"] = items
 
-@dataclass(frozen=True)
-class SliceExpr:
+
+@dataclass(init=False, repr=False, eq=False)
+class SliceExpr(Node):
+    """A slice ``start:stop:step`` (``slice(...)`` outside a subscript)."""
+
     start: Expr = field(metadata=_EXPR)
     stop: Expr = field(metadata=_EXPR)
     step: Expr = field(metadata=_EXPR)
+
+    def __init__(self, start: Expr, stop: Expr, step: Expr) -> None:
+        d = self.__dict__
+        d["start"] = start
+        d["stop"] = stop
+        d["step"] = step
 
 
 Expr = Name | Literal | ConstRef | GlobalRef | TupleExpr | ListExpr | DictExpr | SliceExpr
@@ -167,28 +303,43 @@ Expr = Name | Literal | ConstRef | GlobalRef | TupleExpr | ListExpr | DictExpr |
 # callees
 
 
-@dataclass(frozen=True)
-class SubmodRef:
+@dataclass(init=False, repr=False, eq=False)
+class SubmodRef(Node):
     """A child module called through a binding: ``Program.submods[index]``."""
 
     index: int
     name: str
 
+    def __init__(self, index: int, name: str) -> None:
+        d = self.__dict__
+        d["index"] = index
+        d["name"] = name
 
-@dataclass(frozen=True)
-class FunctionRef:
+
+@dataclass(init=False, repr=False, eq=False)
+class FunctionRef(Node):
     """An inlined GraphModule child: ``Program.functions[index]``."""
 
     index: int
     name: str
 
+    def __init__(self, index: int, name: str) -> None:
+        d = self.__dict__
+        d["index"] = index
+        d["name"] = name
 
-@dataclass(frozen=True)
-class MethodRef:
+
+@dataclass(init=False, repr=False, eq=False)
+class MethodRef(Node):
     """``receiver.method(...)`` (FX ``call_method``)."""
 
     receiver: Expr = field(metadata=_EXPR)
     method: str
+
+    def __init__(self, receiver: Expr, method: str) -> None:
+        d = self.__dict__
+        d["receiver"] = receiver
+        d["method"] = method
 
 
 Callee = SubmodRef | FunctionRef | GlobalRef | ConstRef | MethodRef
@@ -197,17 +348,22 @@ Callee = SubmodRef | FunctionRef | GlobalRef | ConstRef | MethodRef
 # statements
 
 
-@dataclass(frozen=True)
-class Assign:
+@dataclass(init=False, repr=False, eq=False)
+class Assign(Node):
     """``target = value``"""
 
     target: str = field(metadata=_TARGET)
     value: Expr = field(metadata=_EXPR)
     template: ClassVar[str] = "assign"  # the template block that renders it
 
+    def __init__(self, target: str, value: Expr) -> None:
+        d = self.__dict__
+        d["target"] = target
+        d["value"] = value
 
-@dataclass(frozen=True)
-class Call:
+
+@dataclass(init=False, repr=False, eq=False)
+class Call(Node):
     """``target = callee(*args, **kwargs)``; ``node`` is the FX node's name."""
 
     target: str = field(metadata=_TARGET)
@@ -216,6 +372,21 @@ class Call:
     kwargs: tuple[tuple[str, Expr], ...] = field(default=(), metadata=_KWARGS)
     node: str = ""
     template: ClassVar[str] = "call"
+
+    def __init__(
+        self,
+        target: str,
+        callee: Callee,
+        args: tuple[Expr, ...] = (),
+        kwargs: tuple[tuple[str, Expr], ...] = (),
+        node: str = "",
+    ) -> None:
+        d = self.__dict__
+        d["target"] = target
+        d["callee"] = callee
+        d["args"] = args
+        d["kwargs"] = kwargs
+        d["node"] = node
 
     @property
     def inlined(self) -> str | None:
@@ -228,8 +399,8 @@ class Call:
         return isinstance(self.callee, (SubmodRef, FunctionRef))
 
 
-@dataclass(frozen=True)
-class GetItem:
+@dataclass(init=False, repr=False, eq=False)
+class GetItem(Node):
     """``target = obj[index]``"""
 
     target: str = field(metadata=_TARGET)
@@ -237,21 +408,33 @@ class GetItem:
     index: Expr = field(metadata=_EXPR)
     template: ClassVar[str] = "getitem"
 
+    def __init__(self, target: str, obj: Expr, index: Expr) -> None:
+        d = self.__dict__
+        d["target"] = target
+        d["obj"] = obj
+        d["index"] = index
 
-@dataclass(frozen=True)
-class Del:
+
+@dataclass(init=False, repr=False, eq=False)
+class Del(Node):
     """``del names...`` — emitted by the liveness pass."""
 
     names: tuple[str, ...] = field(metadata=_DELETES)
     template: ClassVar[str] = "del"
 
+    def __init__(self, names: tuple[str, ...]) -> None:
+        self.__dict__["names"] = names
 
-@dataclass(frozen=True)
-class Return:
+
+@dataclass(init=False, repr=False, eq=False)
+class Return(Node):
     """``return value``"""
 
     value: Expr = field(metadata=_EXPR)
     template: ClassVar[str] = "return"
+
+    def __init__(self, value: Expr) -> None:
+        self.__dict__["value"] = value
 
 
 Stmt = Assign | Call | GetItem | Del | Return
@@ -260,8 +443,8 @@ Stmt = Assign | Call | GetItem | Del | Return
 # program
 
 
-@dataclass(frozen=True)
-class Param:
+@dataclass(init=False, repr=False, eq=False)
+class Param(Node):
     """A parameter. ``kind`` is ``""``, ``"*"`` or ``"**"``; ``keyword`` is the
     name callers pass it by (the FX placeholder target)."""
 
@@ -270,9 +453,20 @@ class Param:
     kind: str = ""
     keyword: str = ""
 
+    def __init__(
+        self, name: str, default: Expr | None = None, kind: str = "", keyword: str = ""
+    ) -> None:
+        d = self.__dict__
+        d["name"] = name
+        d["default"] = default
+        d["kind"] = kind
+        d["keyword"] = keyword
 
-@dataclass(frozen=True)
-class Function:
+
+@dataclass(init=False, repr=False, eq=False)
+class Function(Node):
+    """A function of the program: its name, parameters and body."""
+
     name: str
     params: tuple[Param, ...]
     body: tuple[Stmt, ...]
@@ -284,9 +478,24 @@ class Function:
     #: list does not keep the inputs alive ("" for a plain signature)
     box: str = ""
 
+    def __init__(
+        self,
+        name: str,
+        params: tuple[Param, ...],
+        body: tuple[Stmt, ...],
+        origin: str = "",
+        box: str = "",
+    ) -> None:
+        d = self.__dict__
+        d["name"] = name
+        d["params"] = params
+        d["body"] = body
+        d["origin"] = origin
+        d["box"] = box
 
-@dataclass(frozen=True)
-class SubmodDecl:
+
+@dataclass(init=False, repr=False, eq=False)
+class SubmodDecl(Node):
     """A child called through a binding; ``path`` is its qualified name in
     the root module (the key users bind it by). ``inlined`` marks a child
     that is listed but inlined (the vllm convention lists every child; the
@@ -296,17 +505,28 @@ class SubmodDecl:
     path: str
     inlined: bool = False
 
+    def __init__(self, name: str, path: str, inlined: bool = False) -> None:
+        d = self.__dict__
+        d["name"] = name
+        d["path"] = path
+        d["inlined"] = inlined
 
-@dataclass(frozen=True)
-class ConstDecl:
+
+@dataclass(init=False, repr=False, eq=False)
+class ConstDecl(Node):
     """A lifted constant; ``description`` says what it is, for readers."""
 
     name: str
     description: str
 
+    def __init__(self, name: str, description: str) -> None:
+        d = self.__dict__
+        d["name"] = name
+        d["description"] = description
 
-@dataclass(frozen=True)
-class Program:
+
+@dataclass(init=False, repr=False, eq=False)
+class Program(Node):
     """A module: imports, a binder function whose parameters are the
     submodule and constant bindings, and the functions defined inside it.
     ``functions[-1]`` is the entry point (``name``)."""
@@ -320,6 +540,27 @@ class Program:
     #: extra names no identifier may take (modules a template imports, say)
     reserved: tuple[str, ...] = ()
     const_values: tuple[Any, ...] = field(default=(), compare=False, repr=False)
+
+    def __init__(
+        self,
+        name: str,
+        binder: str,
+        imports: tuple[str, ...],
+        submods: tuple[SubmodDecl, ...],
+        consts: tuple[ConstDecl, ...],
+        functions: tuple[Function, ...],
+        reserved: tuple[str, ...] = (),
+        const_values: tuple[Any, ...] = (),
+    ) -> None:
+        d = self.__dict__
+        d["name"] = name
+        d["binder"] = binder
+        d["imports"] = imports
+        d["submods"] = submods
+        d["consts"] = consts
+        d["functions"] = functions
+        d["reserved"] = reserved
+        d["const_values"] = const_values
 
     @property
     def entry(self) -> Function:
@@ -345,49 +586,82 @@ class Program:
         return frozenset(needs)
 
 
+for _cls in _CLASSES.values():
+    _frozen(_cls)
+
+
 # --------------------------------------------------------------------------
 # the walker: every pass goes through these
 
 
-_ROLES: dict[type, tuple[tuple[str, str], ...]] = {}  # a cache, safe to share
+def _schema(cls: type) -> Schema:
+    """``cls``'s schema: class data for IR classes; computed for any other
+    dataclass (a statement kind of your own that is not a ``Node``)."""
+    schema = cls.__dict__.get("_schema")
+    if schema is not None:
+        return schema  # type: ignore[no-any-return]
+    if isinstance(cls, type) and issubclass(cls, Node):
+        return cls.schema()
+    if not dataclasses.is_dataclass(cls):
+        raise TypeError(f"{cls.__name__} is not an IR class")
+    return Schema(cls)
 
 
 def _roles(cls: type) -> tuple[tuple[str, str], ...]:
     """``(field, role)`` for the fields of ``cls`` the walker visits."""
-    roles = _ROLES.get(cls)
-    if roles is None:
-        if not dataclasses.is_dataclass(cls):
-            raise TypeError(f"{cls.__name__} is not an IR class")
-        roles = _ROLES[cls] = tuple(
-            (f.name, f.metadata["role"]) for f in dataclasses.fields(cls) if "role" in f.metadata
-        )
-    return roles
+    return _schema(cls).roles
+
+
+def _map_items(items: tuple[Any, ...], fn: Callable[[Any], Any]) -> tuple[Any, ...]:
+    """``items`` mapped; the same tuple when no item changed."""
+    out = [fn(x) for x in items]
+    for old, new in zip(items, out, strict=True):
+        if old is not new:
+            return tuple(out)
+    return items
 
 
 def _map_field(value: Any, role: str, fn: Callable[[Any], Any]) -> Any:
     if role == "expr":
         return fn(value)
     if role == "exprs":
-        return tuple([fn(x) for x in value])
+        return _map_items(value, fn)
     if role == "pairs":
-        return tuple([(fn(k), fn(v)) for k, v in value])
+        return _map_items(value, lambda pair: _same_or((fn(pair[0]), fn(pair[1])), pair))
     if role == "kwargs":
-        return tuple([(k, fn(v)) for k, v in value])
+        return _map_items(value, lambda pair: _same_or((pair[0], fn(pair[1])), pair))
     return value
+
+
+def _same_or(new: tuple[Any, ...], old: tuple[Any, ...]) -> tuple[Any, ...]:
+    """``old`` if ``new`` holds the very same items, else ``new``."""
+    if len(new) == len(old) and all(a is b for a, b in zip(new, old, strict=True)):
+        return old
+    return new
+
+
+def _rebuilt(node: Any, changes: dict[str, Any]) -> Any:
+    """``node`` with ``changes`` — itself when every change is the same object."""
+    for name, value in changes.items():
+        if getattr(node, name) is not value:
+            return dataclasses.replace(node, **changes)
+    return node
 
 
 def map_expr(expr: Any, leaf: Callable[[Any], Any]) -> Any:
     """``expr`` rebuilt with ``leaf`` applied to every leaf (``Name``,
     ``Literal``, ``ConstRef``, ``GlobalRef``, ``SubmodRef``,
     ``FunctionRef``); displays, slices and method receivers — any class
-    with expression fields — are walked and rebuilt."""
+    with expression fields — are walked and rebuilt (``expr`` itself when
+    nothing changed)."""
     roles = _roles(type(expr))
     if not roles:
         return leaf(expr)
-    walk = functools.partial(map_expr, leaf=leaf)
-    return dataclasses.replace(
-        expr, **{name: _map_field(getattr(expr, name), role, walk) for name, role in roles}
-    )
+
+    def walk(e: Any) -> Any:
+        return map_expr(e, leaf)
+
+    return _rebuilt(expr, {name: _map_field(getattr(expr, name), role, walk) for name, role in roles})
 
 
 def map_stmt(
@@ -397,7 +671,8 @@ def map_stmt(
 ) -> Stmt:
     """``stmt`` rebuilt with ``expr`` applied to each of its expressions
     (whole: combine with :func:`map_expr` to reach leaves) and ``local`` to
-    each local it assigns or deletes; every other field is kept."""
+    each local it assigns or deletes; every other field is kept (``stmt``
+    itself when nothing changed)."""
     changes: dict[str, Any] = {}
     for name, role in _roles(type(stmt)):
         value = getattr(stmt, name)
@@ -406,20 +681,22 @@ def map_stmt(
                 changes[name] = local(value)
         elif role == "deletes":
             if local is not None:
-                changes[name] = tuple([local(n) for n in value])
+                changes[name] = _map_items(value, local)
         elif expr is not None:
             changes[name] = _map_field(value, role, expr)
-    return dataclasses.replace(stmt, **changes) if changes else stmt
+    result: Stmt = _rebuilt(stmt, changes)
+    return result
 
 
 def map_bodies(program: Program, fn: Callable[[Stmt], Iterable[Stmt]]) -> Program:
     """``program`` with every statement of every function replaced by what
     ``fn`` returns for it (zero, one or more statements)."""
     functions = tuple(
-        dataclasses.replace(f, body=tuple(out for s in f.body for out in fn(s)))
+        _rebuilt(f, {"body": _same_or(tuple([out for s in f.body for out in fn(s)]), f.body)})
         for f in program.functions
     )
-    return dataclasses.replace(program, functions=functions)
+    result: Program = _rebuilt(program, {"functions": _same_or(functions, program.functions)})
+    return result
 
 
 def _collect_names(expr: Any, out: list[str]) -> None:
@@ -438,13 +715,6 @@ def _collect_names(expr: Any, out: list[str]) -> None:
             for key, item in value:
                 _collect_names(key, out)
                 _collect_names(item, out)
-
-
-def expr_names(expr: Any) -> list[str]:
-    """Local names read by an expression or callee, in source order."""
-    out: list[str] = []
-    _collect_names(expr, out)
-    return out
 
 
 def reads(stmt: Stmt) -> list[str]:
@@ -466,34 +736,22 @@ def reads(stmt: Stmt) -> list[str]:
     return out
 
 
-_TARGETS: dict[type, tuple[str, ...]] = {}  # a cache, safe to share
-
-
-def _targets(cls: type) -> tuple[str, ...]:
-    """The fields of ``cls`` that hold the local it assigns (hot: per statement)."""
-    fields = _TARGETS.get(cls)
-    if fields is None:
-        fields = _TARGETS[cls] = tuple(n for n, role in _roles(cls) if role == "target")
-    return fields
-
-
 def writes(stmt: Stmt) -> list[str]:
     """Local names a statement assigns."""
-    return [getattr(stmt, name) for name in _targets(type(stmt))]
+    return [getattr(stmt, name) for name in _schema(type(stmt)).targets]
 
 
 def deletes(stmt: Stmt) -> list[str]:
     """Local names a statement deletes."""
     out: list[str] = []
-    for name, role in _roles(type(stmt)):
-        if role == "deletes":
-            out.extend(getattr(stmt, name))
+    for name in _schema(type(stmt)).deleting:
+        out.extend(getattr(stmt, name))
     return out
 
 
 def defines(stmt: Stmt) -> str | None:
     """The local name a statement assigns, if any (statements assign one at most)."""
-    fields = _targets(type(stmt))
+    fields = _schema(type(stmt)).targets
     return getattr(stmt, fields[0]) if fields else None
 
 
@@ -593,34 +851,6 @@ def _bad_ref(program: Program, position: int, leaf: Any) -> str | None:
 
 # --------------------------------------------------------------------------
 # JSON
-
-_CLASSES = {
-    cls.__name__: cls
-    for cls in (
-        Name,
-        Literal,
-        ConstRef,
-        GlobalRef,
-        TupleExpr,
-        ListExpr,
-        DictExpr,
-        SliceExpr,
-        SubmodRef,
-        FunctionRef,
-        MethodRef,
-        Assign,
-        Call,
-        GetItem,
-        Del,
-        Return,
-        Param,
-        Function,
-        SubmodDecl,
-        ConstDecl,
-        Program,
-    )
-}
-
 
 def _literal_to_json(value: Any) -> Any:
     kind = type(value)
