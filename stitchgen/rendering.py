@@ -16,8 +16,9 @@ would take data in. A template that prints a raw constant fails with a
 :class:`~stitchgen.errors.TemplateError` naming its file and line; it can
 never turn a string constant into code.
 
-Fast path: where the built-in templates are in effect, ``emitter.py`` writes
-their output without Jinja (and in black's layout when formatting is asked),
+Fast path: where the shipped templates are in effect (the built-ins, or a
+shipped variant's, not overridden), ``emitter.py`` writes their output
+without Jinja (and in black's layout when formatting is asked),
 so neither Jinja nor black costs anything on the common path.
 """
 
@@ -144,6 +145,7 @@ class Templates:
         self.names = MappingProxyType(dict(names or {}))
         self.reserve = tuple(reserve)
         self._env: jinja2.Environment | None = None
+        self._writer: Writer | None = None
         self._lock = threading.Lock()
         self._rendered: OrderedDict[_Key, str] = OrderedDict()
 
@@ -184,17 +186,22 @@ class Templates:
 
     @property
     def builtin_in_effect(self) -> bool:
-        """Do the built-in templates render, unchanged? True without a
-        variant and where no directory in ``dirs`` has a ``module.py.j2`` or
-        ``function.py.j2`` (the files the built-ins load); then rendering
-        takes the fast path (:mod:`stitchgen.emitter`), which writes the same
-        text without Jinja. Checked at every render, so a file added later
-        is seen."""
-        if self.variant is not None:
-            return False
+        """Do the shipped templates render, unchanged — the built-ins or the
+        selected variant's? True where no directory in ``dirs`` has a
+        ``module.py.j2`` or ``function.py.j2`` (the files the shipped
+        templates load); then rendering takes the fast path
+        (:mod:`stitchgen.emitter`), which writes the same text without
+        Jinja. Checked at every render, so a file added later is seen."""
         return not any(
             os.path.isfile(os.path.join(d, name)) for d in self.dirs for name in _BUILTIN_FILES
         )
+
+    @property
+    def writer(self) -> Writer:
+        """The expression writer for this convention's references."""
+        if self._writer is None:
+            self._writer = Writer.for_refs(self.convention.refs)
+        return self._writer
 
     def describe(self) -> str:
         """The template files that render: ``module.py.j2`` and
@@ -218,8 +225,8 @@ class Templates:
     def render(self, program: Program, *, format: bool = False) -> str:
         """Source for ``program``; ``format=True`` gives black's formatting.
 
-        With the built-in templates in effect this is the fast path: no
-        Jinja, and with ``format=True`` no black run either — the code is
+        With the shipped templates in effect (the built-ins or a variant's,
+        not overridden) this is the fast path: no Jinja, and with ``format=True`` no black run either — the code is
         written in black's layout (black runs only for a line shape the
         layout does not know). Otherwise the templates render through Jinja
         (cached: the last 16 programs, keyed by the program — without its
@@ -227,10 +234,11 @@ class Templates:
         modification times of the files in ``dirs``, so an edited template
         is seen), then black formats the result if asked."""
         if self.builtin_in_effect:
+            options = {"variant": self.variant, "writer": self.writer, "options": self.globals}
             try:
-                return emit(program, black=format)
+                return emit(program, black=format, **options)
             except Unsure:
-                return _formatted(emit(program), self)
+                return _formatted(emit(program, **options), self)
         source = self._render_templates(program)
         return _formatted(source, self) if format else source
 
