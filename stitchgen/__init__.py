@@ -24,17 +24,47 @@ effect; black's layout on request) → ``load`` (callable). ``generate`` and
 
 from __future__ import annotations
 
-from . import compat, ir
-from .artifact import load_artifact, read_artifact
-from .errors import ArtifactError, BindingError, CodegenError, StitchgenError, TemplateError
-from .generated import Generated
-from .ir import Program
-from .loading import load
-from .pipeline import compile, generate, lower
-from .rendering import Code, Templates, render
-from .split import split_graph
-from .torch_backend import backend
+import importlib
+from typing import TYPE_CHECKING, Any
+
 from .version import __version__ as __version__
+
+if TYPE_CHECKING:  # what the lazy doors below resolve, for type checkers and IDEs
+    from . import compat, ir
+    from .artifact import load_artifact, read_artifact
+    from .errors import ArtifactError, BindingError, CodegenError, StitchgenError, TemplateError
+    from .filters import Code
+    from .generated import Generated
+    from .ir import Program
+    from .loading import load
+    from .pipeline import compile, generate, lower
+    from .rendering import Templates, render
+    from .split import split_graph
+    from .torch_backend import backend
+
+#: public name -> the module that defines it (imported on first use: PEP 562)
+_DOORS = {
+    "ArtifactError": "errors",
+    "BindingError": "errors",
+    "Code": "filters",
+    "CodegenError": "errors",
+    "Generated": "generated",
+    "Program": "ir",
+    "StitchgenError": "errors",
+    "TemplateError": "errors",
+    "Templates": "rendering",
+    "backend": "torch_backend",
+    "compile": "pipeline",
+    "generate": "pipeline",
+    "load": "loading",
+    "load_artifact": "artifact",
+    "lower": "pipeline",
+    "read_artifact": "artifact",
+    "render": "rendering",
+    "split_graph": "split",
+}
+#: public names that are modules of the package
+_MODULES = ("compat", "ir")
 
 __all__ = [
     "ArtifactError",
@@ -58,3 +88,20 @@ __all__ = [
     "render",
     "split_graph",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    """Resolve a public name on first use: ``import stitchgen`` imports
+    nothing it does not need (see the README, "What each path costs")."""
+    if name in _MODULES:
+        return importlib.import_module(f"{__name__}.{name}")
+    home = _DOORS.get(name)
+    if home is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{home}"), name)
+    globals()[name] = value  # the next lookup is a plain attribute
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})

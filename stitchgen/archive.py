@@ -23,7 +23,6 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
-from . import ir
 from .conventions import convention_named
 from .errors import ArtifactError
 from .loading import compile_source
@@ -102,7 +101,9 @@ def save_artifact(
     code = generated.code.encode("utf-8")
     consts = _consts_bytes(generated)
     compiled = marshal.dumps(compile_source(generated.code, generated.name))
-    program = json.dumps(ir.to_json(generated.program)).encode("utf-8")
+    from .ir import to_json  # the IR is written here, never read on the warm path
+
+    program = json.dumps(to_json(generated.program)).encode("utf-8")
     files = {
         "code.py": code,
         "consts.pt": consts,

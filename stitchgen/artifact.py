@@ -27,13 +27,14 @@ import json
 import os
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from . import ir
 from .archive import open_artifact, save_artifact, verified_file
 from .errors import ArtifactError, BindingError
-from .generated import Generated
 from .loading import bind_code
+
+if TYPE_CHECKING:
+    from .generated import Generated
 
 __all__ = ["load_artifact", "read_artifact", "save_artifact"]
 
@@ -52,6 +53,9 @@ def read_artifact(
     (importing runs a module's code, so by default only modules already in
     ``sys.modules`` are accepted).
     """
+    from . import ir  # the IR: read_artifact's, never load_artifact's
+    from .generated import Generated
+
     opened = open_artifact(Path(path), key, allow_imports)
     try:
         program_json = json.loads(verified_file(opened.root, opened.manifest, "program.json"))

@@ -29,7 +29,7 @@ from typing import Any, ClassVar
 
 from .errors import TemplateError
 from .expressions import Writer, comment_source, dotted_source, name_items
-from .ir import Call, DictExpr, Function, ListExpr, Program, TupleExpr
+from .ir import DictExpr, Function, ListExpr, Program, TupleExpr
 from .layout import Unsure, bracketed, fits
 from .literals import literal_source
 
@@ -59,7 +59,13 @@ class Emitter:
     header_text: ClassVar[str] = HEADER
     #: the statement blocks, by the name a statement class gives (``template``)
     blocks: ClassVar[Mapping[str, str]] = MappingProxyType(
-        {"call": "call", "getitem": "getitem", "assign": "assign", "del": "delete", "return": "return_"}
+        {
+            "call": "call",
+            "getitem": "getitem",
+            "assign": "assign",
+            "del": "delete",
+            "return": "return_",
+        }
     )
 
     def __init__(

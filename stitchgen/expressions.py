@@ -1,10 +1,12 @@
 """IR expressions → Python source: the one place that writes them.
 
-Templates place text; this module decides it. Every value a template prints
-comes from one of the filters built here (each returns :class:`Code`), or is
-a plain identifier or an int — the environment's ``finalize`` refuses anything
-else, so no constant can ever reach the source except through
-:func:`~stitchgen.literals.literal_source`.
+Templates place text; this module decides it. The emitter (the fast path)
+writes with :class:`Writer` directly; the templates' filters
+(:mod:`stitchgen.filters`) wrap the same methods. Every value a template
+prints comes from one of those filters, or is a plain identifier or an int —
+the environment's ``finalize`` refuses anything else, so no constant can ever
+reach the source except through :func:`~stitchgen.literals.literal_source`.
+This module imports no Jinja and no markupsafe.
 
 How a binding is spelled depends on the calling convention: by its closure
 name (``call_submod_1``) by default, or by index (``__vllm_submods__[0]``)
@@ -14,11 +16,8 @@ in the ``vllm`` variant. :class:`Writer` holds those spellings.
 from __future__ import annotations
 
 import keyword
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
-
-from markupsafe import Markup
 
 from .ir import (
     ConstRef,
@@ -37,21 +36,12 @@ from .ir import (
 from .literals import literal_source
 
 __all__ = [
-    "Code",
     "Writer",
     "comment_source",
     "dotted_source",
     "is_plain_identifier",
     "name_items",
 ]
-
-
-class Code(Markup):
-    """Source text vouched for as code. stitchgen's filters return it; a
-    downstream filter that builds source must return it too (after making
-    sure every constant in it went through ``literal_source``)."""
-
-    __slots__ = ()
 
 
 def is_plain_identifier(text: str) -> bool:
@@ -64,7 +54,6 @@ def _is_none(e: Any) -> bool:
     return isinstance(e, Literal) and e.value is None
 
 
-@dataclass(frozen=True)
 class Writer:
     """Writes expressions for one calling convention.
 
@@ -72,7 +61,13 @@ class Writer:
     string with ``{name}`` and ``{index}``; a missing key means "by name".
     """
 
-    refs: tuple[tuple[str, str], ...] = ()
+    __slots__ = ("refs",)
+
+    def __init__(self, refs: Iterable[tuple[str, str]] = ()) -> None:
+        self.refs: tuple[tuple[str, str], ...] = tuple(refs)
+
+    def __repr__(self) -> str:
+        return f"Writer(refs={self.refs!r})"
 
     @classmethod
     def for_refs(cls, refs: Mapping[str, str]) -> Writer:
@@ -180,27 +175,6 @@ class Writer:
             return [f"{self.source(k)}: {self.source(v)}" for k, v in e.items]
         return [self.source(x) for x in e.items]
 
-    # -- the filters templates see ------------------------------------------
-
-    def filters(self) -> dict[str, Callable[..., Code]]:
-        """Every filter returns :class:`Code`; see docs/templates.md."""
-        return {
-            "expr": lambda e: Code(self.source(e)),
-            "atom": lambda e: Code(self.atom_source(e)),
-            "subscript": lambda e: Code(self.subscript_source(e)),
-            "arguments": lambda s: Code(self.arguments_source(s)),
-            "params": lambda ps: Code(self.params_source(ps)),
-            "literal": literal,
-            "names": names,
-            "dotted": dotted,
-            "comment": comment,
-        }
-
-
-def literal(value: Any) -> Code:
-    """A primitive constant as a Python literal (``"a\\nb"``, ``float("inf")``)."""
-    return Code(literal_source(value))
-
 
 def name_items(items: Iterable[Any]) -> list[str]:
     """Identifiers, or the ``name`` of objects that have one, each checked."""
@@ -213,11 +187,6 @@ def name_items(items: Iterable[Any]) -> list[str]:
     return out
 
 
-def names(items: Iterable[Any]) -> Code:
-    """``a, b, c`` from identifiers, or from objects with a ``name``."""
-    return Code(", ".join(name_items(items)))
-
-
 def dotted_source(name: str) -> str:
     """A dotted module or attribute path, checked atom by atom."""
     if not all(is_plain_identifier(atom) for atom in name.split(".")):
@@ -225,16 +194,6 @@ def dotted_source(name: str) -> str:
     return name
 
 
-def dotted(name: str) -> Code:
-    """A dotted module or attribute path, checked atom by atom."""
-    return Code(dotted_source(name))
-
-
 def comment_source(text: Any) -> str:
     """``text`` made safe for a one-line comment (newlines and controls escaped)."""
     return repr(str(text))[1:-1]
-
-
-def comment(text: Any) -> Code:
-    """``text`` made safe for a one-line comment (newlines and controls escaped)."""
-    return Code(comment_source(text))

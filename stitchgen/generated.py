@@ -10,10 +10,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .archive import save_artifact
-from .ir import Program
-
 if TYPE_CHECKING:
+    from .ir import Program
     from .rendering import Templates
 
 __all__ = ["Generated"]
@@ -52,4 +50,6 @@ class Generated:
     def save(self, path: str | os.PathLike[str], *, key: bytes | None = None) -> Path:
         """Save as an artifact directory for a compile cache; see
         :func:`stitchgen.load_artifact`. ``key`` signs it (HMAC-SHA256)."""
+        from .archive import save_artifact  # the store, imported only to save
+
         return save_artifact(self, path, key=key)

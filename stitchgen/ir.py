@@ -33,6 +33,7 @@ block is a :class:`~stitchgen.errors.TemplateError`, never silent.
 from __future__ import annotations
 
 import base64
+import copy
 import dataclasses
 import math
 import typing
@@ -157,7 +158,7 @@ class Node:
             return True
         if type(other) is not type(self):
             return NotImplemented
-        return self._key() == other._key()  # type: ignore[attr-defined]
+        return self._key() == other._key()
 
     def __hash__(self) -> int:
         state = self.__dict__
@@ -179,11 +180,9 @@ def _frozen(cls: type) -> None:
     """Tell ``dataclasses`` that ``cls`` is frozen (``Node`` makes it so):
     a subclass of your own is then declared ``@dataclass(frozen=True)``, as
     for any frozen dataclass."""
-    params = cls.__dict__["__dataclass_params__"]
+    params: Any = cls.__dict__["__dataclass_params__"]
     if not params.frozen:
-        params = type(params).__new__(type(params))
-        for slot in type(params).__slots__:
-            setattr(params, slot, getattr(cls.__dataclass_params__, slot))
+        params = copy.copy(params)
         params.frozen = True
         type.__setattr__(cls, "__dataclass_params__", params)
 
@@ -599,7 +598,7 @@ def _schema(cls: type) -> Schema:
     dataclass (a statement kind of your own that is not a ``Node``)."""
     schema = cls.__dict__.get("_schema")
     if schema is not None:
-        return schema  # type: ignore[no-any-return]
+        return schema
     if isinstance(cls, type) and issubclass(cls, Node):
         return cls.schema()
     if not dataclasses.is_dataclass(cls):
@@ -661,7 +660,9 @@ def map_expr(expr: Any, leaf: Callable[[Any], Any]) -> Any:
     def walk(e: Any) -> Any:
         return map_expr(e, leaf)
 
-    return _rebuilt(expr, {name: _map_field(getattr(expr, name), role, walk) for name, role in roles})
+    return _rebuilt(
+        expr, {name: _map_field(getattr(expr, name), role, walk) for name, role in roles}
+    )
 
 
 def map_stmt(
@@ -851,6 +852,7 @@ def _bad_ref(program: Program, position: int, leaf: Any) -> str | None:
 
 # --------------------------------------------------------------------------
 # JSON
+
 
 def _literal_to_json(value: Any) -> Any:
     kind = type(value)

@@ -9,7 +9,7 @@ use. Each ``Templates`` builds its Jinja environment once, in the one factory
 here; plain ``template_dirs`` share cached ``Templates``.
 
 Safety: the environment (``environment.py``, sandboxed) prints only
-:class:`~stitchgen.expressions.Code` (what our filters return), template
+:class:`~stitchgen.filters.Code` (what our filters return), template
 output, ints and the program's own names, and refuses every other way Jinja
 has to mark text "safe" (``e``, ``safe``, ``join``, ``~``, ``+`` …) where it
 would take data in. A template that prints a raw constant fails with a
@@ -37,7 +37,7 @@ from typing import TYPE_CHECKING, Any
 from .conventions import CLOSURE, VLLM, Convention, name_formats
 from .emitter import emit
 from .errors import TemplateError
-from .expressions import Code, Writer
+from .expressions import Writer
 from .ir import Program
 from .layout import Unsure
 
@@ -47,7 +47,6 @@ if TYPE_CHECKING:
 __all__ = [
     "ENTRY_TEMPLATE",
     "VARIANTS",
-    "Code",
     "Templates",
     "render",
     "resolve_templates",
@@ -135,8 +134,7 @@ class Templates:
         if variant is not None and variant not in VARIANTS:
             raise ValueError(f"unknown template variant {variant!r}; shipped: {sorted(VARIANTS)}")
         self.variant = variant
-        own = set(Writer().filters())
-        clash = sorted(own & set(filters or {}))
+        clash = sorted(set(filters or {}) & _filter_names()) if filters else []
         if clash:
             raise ValueError(f"filters {clash} are stitchgen's own and cannot be replaced")
         self.filters = MappingProxyType(dict(filters or {}))
@@ -173,8 +171,9 @@ class Templates:
 
     def _build(self) -> jinja2.Environment:
         from .environment import build_environment  # Jinja is imported on first use
+        from .filters import build_filters  # markupsafe, with Jinja: on first use
 
-        filters = {**Writer.for_refs(self.convention.refs).filters(), **self.filters}
+        filters = {**build_filters(self.writer), **self.filters}
         return build_environment(templates_dir(), self._search(), filters, self.globals)
 
     def _search(self) -> list[str]:
@@ -226,7 +225,8 @@ class Templates:
         """Source for ``program``; ``format=True`` gives black's formatting.
 
         With the shipped templates in effect (the built-ins or a variant's,
-        not overridden) this is the fast path: no Jinja, and with ``format=True`` no black run either — the code is
+        not overridden) this is the fast path: no Jinja, and with
+        ``format=True`` no black run either — the code is
         written in black's layout (black runs only for a line shape the
         layout does not know). Otherwise the templates render through Jinja
         (cached: the last 16 programs, keyed by the program — without its
@@ -234,13 +234,17 @@ class Templates:
         modification times of the files in ``dirs``, so an edited template
         is seen), then black formats the result if asked."""
         if self.builtin_in_effect:
-            options = {"variant": self.variant, "writer": self.writer, "options": self.globals}
             try:
-                return emit(program, black=format, **options)
+                return self._emit(program, black=format)
             except Unsure:
-                return _formatted(emit(program, **options), self)
+                return _formatted(self._emit(program, black=False), self)
         source = self._render_templates(program)
         return _formatted(source, self) if format else source
+
+    def _emit(self, program: Program, *, black: bool) -> str:
+        return emit(
+            program, black=black, variant=self.variant, writer=self.writer, options=self.globals
+        )
 
     def _render_templates(self, program: Program) -> str:
         key = _Key(dataclasses.replace(program, const_values=()), self._stamp())
@@ -270,6 +274,12 @@ class Templates:
                 if path.is_file():
                     stamp.append((str(path), path.stat().st_mtime_ns))
         return tuple(stamp)
+
+
+def _filter_names() -> frozenset[str]:
+    from .filters import FILTER_NAMES  # markupsafe: only when filters are given
+
+    return FILTER_NAMES
 
 
 @functools.lru_cache(maxsize=32)

@@ -1,0 +1,124 @@
+"""What each entry point imports: ``import stitchgen`` nothing it does not
+use (lazy doors), the compile paths no Jinja, black or markupsafe, the warm
+path (``load_artifact``) no lowering, passes, rendering or IR. Each case runs
+in a fresh process that has imported torch, as a serving process has."""
+
+import json
+import subprocess
+import sys
+
+import pytest
+import torch.fx as fx
+
+import stitchgen
+
+#: the third-party modules whose import we pin (present or absent)
+WATCHED = ("jinja2", "black", "markupsafe", "torch.fx.passes.split_module")
+
+COMPILE_PATH = {
+    "stitchgen",
+    "stitchgen.collector",
+    "stitchgen.conventions",
+    "stitchgen.dump",
+    "stitchgen.emitter",
+    "stitchgen.errors",
+    "stitchgen.expressions",
+    "stitchgen.generated",
+    "stitchgen.ir",
+    "stitchgen.layout",
+    "stitchgen.literals",
+    "stitchgen.loading",
+    "stitchgen.lowering",
+    "stitchgen.passes",
+    "stitchgen.passes.flatten",
+    "stitchgen.passes.liveness",
+    "stitchgen.passes.naming",
+    "stitchgen.pipeline",
+    "stitchgen.references",
+    "stitchgen.rendering",
+    "stitchgen.version",
+}
+
+WARM_PATH = {
+    "stitchgen",
+    "stitchgen.archive",
+    "stitchgen.artifact",
+    "stitchgen.conventions",
+    "stitchgen.errors",
+    "stitchgen.loading",
+    "stitchgen.version",
+}
+
+GRAPH = "fx.symbolic_trace(lambda x: torch.relu(x) + 1)"
+
+CASES = {
+    "import stitchgen": ("import stitchgen", {"stitchgen", "stitchgen.version"}),
+    "stitchgen.compile": (
+        f"import stitchgen; stitchgen.compile({GRAPH})",
+        COMPILE_PATH,
+    ),
+    "stitchgen.compile, profiled": (
+        f"import stitchgen; stitchgen.compile({GRAPH}, templates='profiled', format=True)",
+        COMPILE_PATH,
+    ),
+    "stitchgen.compat.generate_execution_code": (
+        "from stitchgen.compat import generate_execution_code, compile_execution_fn\n"
+        f"code, names, consts = generate_execution_code({GRAPH})\n"
+        "compile_execution_fn(code, {}, names, consts)",
+        COMPILE_PATH | {"stitchgen.compat"},
+    ),
+    "stitchgen.load_artifact": (
+        "import stitchgen; stitchgen.load_artifact(ARTIFACT)",
+        WARM_PATH,
+    ),
+}
+
+
+def imported_by(statement, **names):
+    """The modules a fresh process (torch imported) imports for ``statement``."""
+    script = "\n".join(
+        [
+            "import json, sys",
+            "import torch, torch.fx as fx",
+            "before = set(sys.modules)",
+            *(f"{key} = {value!r}" for key, value in names.items()),
+            statement,
+            "print(json.dumps(sorted(set(sys.modules) - before)))",
+        ]
+    )
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True)
+    return set(json.loads(out.stdout.splitlines()[-1]))
+
+
+@pytest.fixture(scope="module")
+def artifact(tmp_path_factory):
+    generated = stitchgen.generate(fx.symbolic_trace(lambda x: x * 2))
+    return str(generated.save(tmp_path_factory.mktemp("warm") / "artifact"))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("entry", sorted(CASES))
+def test_each_entry_point_imports_what_it_uses_and_no_more(entry, artifact):
+    statement, expected = CASES[entry]
+    new = imported_by(statement, ARTIFACT=artifact)
+    ours = {m for m in new if m == "stitchgen" or m.startswith("stitchgen.")}
+    assert ours == expected
+    watched = sorted(m for m in WATCHED if m in new)
+    assert watched == [], f"{entry} imports {watched}"
+
+
+def test_every_public_name_resolves_through_its_door():
+    for name in stitchgen.__all__:
+        value = getattr(stitchgen, name)
+        home = getattr(value, "__module__", None) or value.__name__
+        assert home.startswith("stitchgen"), (name, home)
+    assert set(stitchgen.__all__) <= set(dir(stitchgen))
+    with pytest.raises(AttributeError, match="no attribute 'nothing_here'"):
+        stitchgen.nothing_here  # noqa: B018
+
+
+def test_from_import_works_for_every_public_name():
+    namespace: dict = {}
+    exec(f"from stitchgen import {', '.join(stitchgen.__all__)}", namespace)
+    for name in stitchgen.__all__:
+        assert namespace[name] is getattr(stitchgen, name)
