@@ -30,6 +30,8 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
+from .records import Record, freeze
+
 __all__ = [
     "CLOSURE",
     "CONVENTIONS",
@@ -68,8 +70,9 @@ def name_formats(overrides: Mapping[str, str] | None) -> dict[str, str]:
     return formats
 
 
-@dataclass(frozen=True)
-class Convention:
+@freeze
+@dataclass(init=False, repr=False, eq=False)
+class Convention(Record):
     """A calling convention (see the module docstring for the two shipped)."""
 
     #: the name stored in ``Generated.convention`` and artifact manifests
@@ -88,6 +91,27 @@ class Convention:
     lists_inlined: bool = False
     #: does it have the boxed-inputs entry (one list argument, cleared)?
     boxed: bool = True
+
+    def __init__(
+        self,
+        name: str,
+        variant: str | None = None,
+        helpers: tuple[str, ...] = (),
+        refs: Mapping[str, str] | None = None,
+        names: Mapping[str, str] | None = None,
+        lift_arguments: bool = False,
+        lists_inlined: bool = False,
+        boxed: bool = True,
+    ) -> None:
+        d = self.__dict__
+        d["name"] = name
+        d["variant"] = variant
+        d["helpers"] = helpers
+        d["refs"] = MappingProxyType(dict(refs or {}))
+        d["names"] = MappingProxyType(dict(names or {}))
+        d["lift_arguments"] = lift_arguments
+        d["lists_inlined"] = lists_inlined
+        d["boxed"] = boxed
 
     def module_globals(self, consts: Sequence[Any] | None) -> dict[str, Any]:
         """Globals the module needs before it runs (none for closures)."""
@@ -111,7 +135,6 @@ class Convention:
         return {"convention": self.name, "binder": binder, "inlined_submods": sorted(inlined)}
 
 
-@dataclass(frozen=True)
 class _Vllm(Convention):
     def module_globals(self, consts: Sequence[Any] | None) -> dict[str, Any]:
         # legacy code (from before constants) is loaded with consts=None: no global
@@ -134,10 +157,8 @@ VLLM = _Vllm(
     "vllm",
     variant="vllm",
     helpers=("__vllm_submods__", "__vllm_consts__"),
-    refs=MappingProxyType(
-        {"submod": "__vllm_submods__[{index}]", "const": "__vllm_consts__[{index}]"}
-    ),
-    names=MappingProxyType({"inlined": "__vllm_inlined_submods__{index}"}),
+    refs={"submod": "__vllm_submods__[{index}]", "const": "__vllm_consts__[{index}]"},
+    names={"inlined": "__vllm_inlined_submods__{index}"},
     lift_arguments=True,
     lists_inlined=True,
     boxed=False,

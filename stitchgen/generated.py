@@ -10,6 +10,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from .records import Record, freeze
+
 if TYPE_CHECKING:
     from .ir import Program
     from .rendering import Templates
@@ -17,8 +19,9 @@ if TYPE_CHECKING:
 __all__ = ["Generated"]
 
 
-@dataclass(frozen=True)
-class Generated:
+@freeze
+@dataclass(init=False, repr=False, eq=False)
+class Generated(Record):
     """Generated code and what it needs to run.
 
     ``submod_names`` are the qualified names of the children called through
@@ -42,6 +45,27 @@ class Generated:
     #: ``code`` already compiled (by ``generate``'s check, or from an
     #: artifact), so loading does not compile it again
     code_object: types.CodeType | None = field(default=None, repr=False, compare=False)
+
+    def __init__(
+        self,
+        code: str,
+        submod_names: list[str],
+        consts: list[Any],
+        program: Program,
+        submods: Mapping[str, Callable[..., Any]] | None = None,
+        convention: str = "closure",
+        templates: Templates | None = None,
+        code_object: types.CodeType | None = None,
+    ) -> None:
+        d = self.__dict__
+        d["code"] = code
+        d["submod_names"] = submod_names
+        d["consts"] = consts
+        d["program"] = program
+        d["submods"] = {} if submods is None else submods
+        d["convention"] = convention
+        d["templates"] = templates
+        d["code_object"] = code_object
 
     @property
     def name(self) -> str:

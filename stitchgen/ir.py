@@ -8,8 +8,8 @@ plain data: printable, comparable, hashable and, through :func:`to_json` /
 one exception: they travel beside the program (``Program.const_values``), never
 inside the JSON.
 
-Every class derives from :class:`Node`, which supplies what a frozen
-dataclass would generate — immutability, ``__eq__``, ``__repr__`` and a
+Every class derives from :class:`Node` (a :class:`~stitchgen.records.Record`),
+which supplies what a frozen dataclass would generate — immutability, ``__eq__``, ``__repr__`` and a
 cached ``__hash__`` — once for all of them; each class is a
 ``@dataclass(init=False, repr=False, eq=False)`` with its ``__init__``
 written out, so creating the classes costs no generated code at import
@@ -33,7 +33,6 @@ block is a :class:`~stitchgen.errors.TemplateError`, never silent.
 from __future__ import annotations
 
 import base64
-import copy
 import dataclasses
 import math
 import typing
@@ -42,6 +41,7 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from .errors import ProgramError
+from .records import Record, Schema, freeze
 
 __all__ = [
     "Assign",
@@ -97,34 +97,11 @@ _DELETES = {"role": "deletes"}  # the locals a statement deletes
 _CLASSES: dict[str, type[Node]] = {}
 
 
-class Schema:
-    """A class's fields as the walker and ``Node`` read them (class data,
-    computed once per class from ``dataclasses.fields``)."""
-
-    __slots__ = ("compared", "deleting", "roles", "shown", "targets")
-
-    def __init__(self, cls: type) -> None:
-        fields = dataclasses.fields(cls)
-        #: ``(field, role)`` for the fields the walker visits
-        self.roles: tuple[tuple[str, str], ...] = tuple(
-            (f.name, f.metadata["role"]) for f in fields if "role" in f.metadata
-        )
-        #: the fields equality and the hash compare
-        self.compared = tuple(f.name for f in fields if f.compare)
-        #: the fields ``repr`` shows
-        self.shown = tuple(f.name for f in fields if f.repr)
-        #: the fields holding the local a statement assigns / the locals it deletes
-        self.targets = tuple(n for n, role in self.roles if role == "target")
-        self.deleting = tuple(n for n, role in self.roles if role == "deletes")
-
-
-_set = object.__setattr__
-
-
-class Node:
-    """The base of every IR class: immutable, equal when of the same class
-    with equal fields, hashed by its fields (once: the hash is cached), shown
-    as a dataclass is (``Name(id='x')``)."""
+class Node(Record):
+    """The base of every IR class (a :class:`~stitchgen.records.Record`):
+    immutable, equal when of the same class with equal fields, hashed by its
+    fields (once: the hash is cached), shown as a dataclass is
+    (``Name(id='x')``). The classes of this module register themselves."""
 
     __slots__ = ()
 
@@ -132,59 +109,6 @@ class Node:
         super().__init_subclass__(**kwargs)
         if cls.__module__ == __name__:
             _CLASSES[cls.__name__] = cls
-
-    @classmethod
-    def schema(cls) -> Schema:
-        """The class's :class:`Schema` (computed on first use, then class data)."""
-        found = cls.__dict__.get("_schema")
-        if found is None:
-            if not dataclasses.is_dataclass(cls):
-                raise TypeError(f"{cls.__name__} is not an IR class")
-            found = Schema(cls)
-            type.__setattr__(cls, "_schema", found)
-        return found
-
-    def __setattr__(self, name: str, value: Any) -> None:
-        raise dataclasses.FrozenInstanceError(f"cannot assign to field {name!r}")
-
-    def __delattr__(self, name: str) -> None:
-        raise dataclasses.FrozenInstanceError(f"cannot delete field {name!r}")
-
-    def _key(self) -> tuple[Any, ...]:
-        return tuple([getattr(self, n) for n in type(self).schema().compared])
-
-    def __eq__(self, other: object) -> bool:
-        if self is other:
-            return True
-        if type(other) is not type(self):
-            return NotImplemented
-        return self._key() == other._key()
-
-    def __hash__(self) -> int:
-        state = self.__dict__
-        cached: int | None = state.get("_hash")
-        if cached is None:
-            cached = state["_hash"] = hash((type(self).__name__, self._key()))
-        return cached
-
-    def __getstate__(self) -> dict[str, Any]:
-        # the cached hash is this process's: never pickled or copied
-        return {k: v for k, v in self.__dict__.items() if k != "_hash"}
-
-    def __repr__(self) -> str:
-        shown = ", ".join(f"{n}={getattr(self, n)!r}" for n in type(self).schema().shown)
-        return f"{type(self).__qualname__}({shown})"
-
-
-def _frozen(cls: type) -> None:
-    """Tell ``dataclasses`` that ``cls`` is frozen (``Node`` makes it so):
-    a subclass of your own is then declared ``@dataclass(frozen=True)``, as
-    for any frozen dataclass."""
-    params: Any = cls.__dict__["__dataclass_params__"]
-    if not params.frozen:
-        params = copy.copy(params)
-        params.frozen = True
-        type.__setattr__(cls, "__dataclass_params__", params)
 
 
 # --------------------------------------------------------------------------
@@ -586,7 +510,7 @@ class Program(Node):
 
 
 for _cls in _CLASSES.values():
-    _frozen(_cls)
+    freeze(_cls)
 
 
 # --------------------------------------------------------------------------

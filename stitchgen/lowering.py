@@ -53,6 +53,7 @@ from .ir import (
 )
 from .literals import is_primitive
 from .passes.naming import Namespace
+from .records import Record, freeze
 from .references import qualified_ref
 
 __all__ = [
@@ -70,8 +71,9 @@ _LISTS = (list, immutable_list)
 _DICTS = (dict, immutable_dict)
 
 
-@dataclasses.dataclass(frozen=True)
-class ConstPool:
+@freeze
+@dataclasses.dataclass(init=False, repr=False, eq=False)
+class ConstPool(Record):
     """Lifted constants shared with code generated before (vLLM's ``consts``
     list and ``const_index``, id → index): a program lowered with a pool
     numbers its constants after the pool's and reuses the pool's objects
@@ -80,6 +82,12 @@ class ConstPool:
 
     values: tuple[Any, ...] = ()
     index: Mapping[int, int] = dataclasses.field(default_factory=dict)
+
+    def __init__(
+        self, values: tuple[Any, ...] = (), index: Mapping[int, int] | None = None
+    ) -> None:
+        self.__dict__["values"] = values
+        self.__dict__["index"] = {} if index is None else index
 
 
 def build_program(

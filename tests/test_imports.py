@@ -34,6 +34,7 @@ COMPILE_PATH = {
     "stitchgen.passes.liveness",
     "stitchgen.passes.naming",
     "stitchgen.pipeline",
+    "stitchgen.records",
     "stitchgen.references",
     "stitchgen.rendering",
     "stitchgen.version",
@@ -46,6 +47,7 @@ WARM_PATH = {
     "stitchgen.conventions",
     "stitchgen.errors",
     "stitchgen.loading",
+    "stitchgen.records",
     "stitchgen.version",
 }
 
