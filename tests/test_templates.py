@@ -191,13 +191,23 @@ def test_rendered_source_that_is_not_python_is_a_template_error_naming_the_file(
     assert str(tmp_path / name) in info.value.template
 
 
-def test_generate_compiles_once_and_load_reuses_it():
-    generated = stitchgen.generate(_gm(), format=False)
+def test_generate_checks_templates_of_your_own_and_load_reuses_the_compile(tmp_path):
+    (tmp_path / "module.py.j2").write_text('{% extends "stitchgen/module.py.j2" %}\n')
+    generated = stitchgen.generate(_gm(), format=False, template_dirs=[tmp_path])
     assert generated.code_object is not None
     assert generated.code_object.co_filename.startswith("<stitchgen:execution_fn:")
     misses = compile_cache_info().misses
     assert stitchgen.load(generated)(2) == 6
     assert compile_cache_info().misses == misses
+
+
+def test_the_shipped_templates_code_is_compiled_once_by_load():
+    gm = torch.fx.symbolic_trace(lambda x: x * 3 + 7)  # source no other test compiles
+    misses = compile_cache_info().misses
+    generated = stitchgen.generate(gm, format=False)
+    assert generated.code_object is None and compile_cache_info().misses == misses
+    assert stitchgen.load(generated)(2) == 13
+    assert compile_cache_info().misses == misses + 1
 
 
 def test_profiled_with_flatten_warns_which_pieces_record_no_range():

@@ -84,7 +84,19 @@ def _is_simple(e: Any) -> bool:
     )
 
 
-def _spliceable(call: Call, callee: Function, body: Sequence[Stmt], at: int) -> bool:
+def _uses(body: Sequence[Stmt]) -> dict[str, list[int]]:
+    """Each local's readers: the positions of the statements that read it,
+    built once per function, so the pass stays linear in the body."""
+    uses: dict[str, list[int]] = {}
+    for i, stmt in enumerate(body):
+        for name in reads(stmt):
+            readers = uses.setdefault(name, [])
+            if not readers or readers[-1] != i:
+                readers.append(i)
+    return uses
+
+
+def _spliceable(call: Call, callee: Function, body: Sequence[Stmt], readers: list[int]) -> bool:
     if any(p.kind for p in callee.params) or not callee.body:
         return False
     ret = callee.body[-1]
@@ -100,9 +112,8 @@ def _spliceable(call: Call, callee: Function, body: Sequence[Stmt], at: int) -> 
         if (p.keyword or p.name) not in passed and p.default is None:
             return False  # a missing argument: keep the call (and its TypeError)
     size = len(ret.value.items)
-    for stmt in body[at + 1 :]:
-        if call.target not in reads(stmt):
-            continue
+    for j in readers:
+        stmt = body[j]
         ok = (
             isinstance(stmt, GetItem)
             and stmt.obj == Name(call.target)
@@ -120,6 +131,7 @@ def _flatten_function(fn: Function, done: dict[str, Function]) -> Function:
     taken = {p.name for p in fn.params} | {t for s in body if (t := defines(s))}
     replace: dict[str, Any] = {}  # unpacked names -> the values they stand for now
     absorbed: set[int] = set()  # the getitems that unpacked a spliced call
+    uses = _uses(body)
     out: list[Stmt] = []
     for i, original in enumerate(body):
         if i in absorbed:
@@ -129,17 +141,17 @@ def _flatten_function(fn: Function, done: dict[str, Function]) -> Function:
             out.append(stmt)
             continue
         callee = done[stmt.callee.name]
-        if not _spliceable(stmt, callee, body, i):
+        readers = uses.get(stmt.target, [])
+        if not _spliceable(stmt, callee, body, readers):
             out.append(stmt)
             continue
         spliced, items = _splice(stmt, callee, taken)
         out.extend(spliced)
-        for j in range(i + 1, len(body)):
+        for j in readers:  # every reader unpacks it (_spliceable checked)
             later = body[j]
-            if isinstance(later, GetItem) and later.obj == Name(stmt.target):
-                assert isinstance(later.index, Literal)  # _spliceable checked it
-                replace[later.target] = items[later.index.value]
-                absorbed.add(j)
+            assert isinstance(later, GetItem) and isinstance(later.index, Literal)
+            replace[later.target] = items[later.index.value]
+            absorbed.add(j)
     return dataclasses.replace(fn, body=tuple(out))
 
 
