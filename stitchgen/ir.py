@@ -35,6 +35,7 @@ from __future__ import annotations
 import base64
 import dataclasses
 import math
+import operator
 import typing
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -511,23 +512,33 @@ class Program(Node):
 
 for _cls in _CLASSES.values():
     freeze(_cls)
+#: this module's classes (the walker copies their fields directly)
+_OWN = frozenset(_CLASSES.values())
+#: the expression classes without expression fields (the walker's leaves)
+_LEAVES = frozenset({Name, Literal, ConstRef, GlobalRef, SubmodRef, FunctionRef})
 
 
 # --------------------------------------------------------------------------
 # the walker: every pass goes through these
 
 
+#: schemas by class, for the walker's hot path (a cache, safe to share)
+_SCHEMAS: dict[type, Schema] = {}
+
+
 def _schema(cls: type) -> Schema:
     """``cls``'s schema: class data for IR classes; computed for any other
     dataclass (a statement kind of your own that is not a ``Node``)."""
-    schema = cls.__dict__.get("_schema")
-    if schema is not None:
-        return schema
-    if isinstance(cls, type) and issubclass(cls, Node):
-        return cls.schema()
-    if not dataclasses.is_dataclass(cls):
-        raise TypeError(f"{cls.__name__} is not an IR class")
-    return Schema(cls)
+    schema = _SCHEMAS.get(cls)
+    if schema is None:
+        if isinstance(cls, type) and issubclass(cls, Node):
+            schema = cls.schema()
+        elif dataclasses.is_dataclass(cls):
+            schema = Schema(cls)
+        else:
+            raise TypeError(f"{cls.__name__} is not an IR class")
+        _SCHEMAS[cls] = schema
+    return schema
 
 
 def _roles(cls: type) -> tuple[tuple[str, str], ...]:
@@ -537,11 +548,8 @@ def _roles(cls: type) -> tuple[tuple[str, str], ...]:
 
 def _map_items(items: tuple[Any, ...], fn: Callable[[Any], Any]) -> tuple[Any, ...]:
     """``items`` mapped; the same tuple when no item changed."""
-    out = [fn(x) for x in items]
-    for old, new in zip(items, out, strict=True):
-        if old is not new:
-            return tuple(out)
-    return items
+    out = tuple([fn(x) for x in items])
+    return items if all(map(operator.is_, out, items)) else out
 
 
 def _map_field(value: Any, role: str, fn: Callable[[Any], Any]) -> Any:
@@ -567,6 +575,14 @@ def _rebuilt(node: Any, changes: dict[str, Any]) -> Any:
     """``node`` with ``changes`` — itself when every change is the same object."""
     for name, value in changes.items():
         if getattr(node, name) is not value:
+            cls = type(node)
+            if cls in _OWN:  # our classes' __init__ only stores the fields: copy them
+                new = object.__new__(cls)
+                state, old = new.__dict__, node.__dict__
+                for key in _schema(cls).fields:
+                    state[key] = old[key]
+                state.update(changes)
+                return new
             return dataclasses.replace(node, **changes)
     return node
 
@@ -577,12 +593,15 @@ def map_expr(expr: Any, leaf: Callable[[Any], Any]) -> Any:
     ``FunctionRef``); displays, slices and method receivers — any class
     with expression fields — are walked and rebuilt (``expr`` itself when
     nothing changed)."""
-    roles = _roles(type(expr))
+    kind = type(expr)
+    if kind in _LEAVES:
+        return leaf(expr)
+    roles = _roles(kind)
     if not roles:
         return leaf(expr)
 
     def walk(e: Any) -> Any:
-        return map_expr(e, leaf)
+        return leaf(e) if type(e) in _LEAVES else map_expr(e, leaf)
 
     return _rebuilt(
         expr, {name: _map_field(getattr(expr, name), role, walk) for name, role in roles}

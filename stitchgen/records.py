@@ -29,10 +29,12 @@ class Schema:
     """A class's dataclass fields as :class:`Record` and the IR walker read
     them (class data, computed once per class)."""
 
-    __slots__ = ("compared", "deleting", "roles", "shown", "targets")
+    __slots__ = ("compared", "deleting", "fields", "roles", "shown", "targets")
 
     def __init__(self, cls: type) -> None:
         fields = dataclasses.fields(cls)
+        #: every field's name
+        self.fields = tuple(f.name for f in fields)
         #: ``(field, role)`` for the fields with a ``metadata["role"]`` (the IR walker's)
         self.roles: tuple[tuple[str, str], ...] = tuple(
             (f.name, f.metadata["role"]) for f in fields if "role" in f.metadata
