@@ -31,6 +31,7 @@ from typing import Any
 
 import torch.fx as fx
 
+from . import collector
 from .conventions import VLLM
 from .dump import emit_trace
 from .errors import BindingError
@@ -95,15 +96,18 @@ def generate_execution_code_with_name(
         _refuse_call_module(split_gm)
         templates = _WITHOUT_SUBMODS
     pool = ConstPool(tuple(consts), dict(const_index))
-    generated = generate(
-        split_gm, name=fn_name, templates=templates or "vllm", format=False, const_pool=pool
-    )
-    new = generated.consts[len(consts) :]
+    with collector.paused():  # and the IR freed before it resumes (see collector.py)
+        generated = generate(
+            split_gm, name=fn_name, templates=templates or "vllm", format=False, const_pool=pool
+        )
+        code, submod_names, lifted = generated.code, list(generated.submod_names), generated.consts
+        del generated
+    new = lifted[len(consts) :]
     # commit to the caller's list and index only now that generation succeeded
     for value in new:
         const_index[id(value)] = len(consts)
         consts.append(value)
-    return generated.code, list(generated.submod_names), consts
+    return code, submod_names, consts
 
 
 def generate_execution_code(split_gm: fx.GraphModule) -> tuple[str, list[str], list[Any]]:

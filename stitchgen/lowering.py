@@ -597,14 +597,20 @@ def fingerprint(gm: fx.GraphModule, *, by_identity: bool = False) -> tuple[Any, 
     parts: list[Any] = []
     for node in gm.graph.nodes:
         op = node.op
-        if op == "call_module":
+        if op == "call_function":  # the common case first
+            args = tuple(
+                [index.get(a, -1) if type(a) is _Node else key(a, index) for a in node.args]
+            )
+            kwargs = node.kwargs
+            part: Any = (op, id(node.target), args, key(kwargs, index) if kwargs else ())
+        elif op == "call_module":
             return None
-        if op == "get_attr":
+        elif op == "get_attr":
             try:
                 value = fetch_attr(gm, str(node.target))
             except AttributeError:
                 return None
-            part: Any = (op, key(value, index))
+            part = (op, key(value, index))
         elif op == "placeholder":
             target = str(node.target)
             part = (op, len(target) - len(target.lstrip("*")), key(node.args, index))
@@ -619,10 +625,16 @@ def fingerprint(gm: fx.GraphModule, *, by_identity: bool = False) -> tuple[Any, 
     return tuple(parts)
 
 
+#: exact types keyed by their value itself (equal values, same spelling)
+_BY_VALUE = frozenset({int, bool, str, bytes, type(None)})
+
+
 def _value_key(value: Any, index: dict[fx.Node, int]) -> Any:
     kind = type(value)
     if kind is _Node:
         return index.get(value, -1)  # a plain int: every other key is a tuple
+    if kind in _BY_VALUE:
+        return (kind, value)
     if kind is tuple or kind in _LISTS:
         return (kind, tuple([_value_key(x, index) for x in value]))
     if kind in _DICTS:
