@@ -57,6 +57,8 @@ class Emitter:
     variant: ClassVar[str | None] = None
     #: the ``header`` block's text
     header_text: ClassVar[str] = HEADER
+    #: the statement blocks' methods, by block (built per class from ``blocks``)
+    _dispatch: ClassVar[Mapping[str, Callable[[Any, Any, str], None]]]
     #: the statement blocks, by the name a statement class gives (``template``)
     blocks: ClassVar[Mapping[str, str]] = MappingProxyType(
         {
@@ -82,9 +84,10 @@ class Emitter:
         #: the templates' globals (a variant may read one, as its template does)
         self.options = options or {}
         self.out: list[str] = []
-        self._dispatch: dict[str, Callable[[Any, str], None]] = {
-            template: getattr(self, method) for template, method in self.blocks.items()
-        }
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        cls._dispatch = _dispatch_table(cls)
 
     # -- output --------------------------------------------------------------
 
@@ -177,7 +180,9 @@ class Emitter:
         self.line(f"{body}{box}.clear()")
 
     def body(self, fn: Function, indent: str) -> None:
-        dispatch = self._dispatch
+        # the class's table of plain functions: bound methods kept on the
+        # instance would tie it (and the program) into a reference cycle
+        dispatch = type(self)._dispatch
         for stmt in fn.body:
             block = dispatch.get(getattr(stmt, "template", None))  # type: ignore[arg-type]
             if block is None:
@@ -186,7 +191,7 @@ class Emitter:
                     f"statement (its template names {getattr(stmt, 'template', None)!r})",
                     template="function.py.j2",
                 )
-            block(stmt, indent)
+            block(self, stmt, indent)
 
     def call(self, stmt: Any, indent: str) -> None:
         """``target = callee(arguments)`` (the ``call`` block)."""
@@ -233,6 +238,14 @@ class Emitter:
         self.out.append(
             bracketed(indent, head, opening, items, closing, display=True, one_tuple=one_tuple)
         )
+
+
+def _dispatch_table(cls: type[Emitter]) -> Mapping[str, Callable[[Any, Any, str], None]]:
+    """Statement block name -> the method (a plain function) that writes it."""
+    return MappingProxyType({t: getattr(cls, method) for t, method in cls.blocks.items()})
+
+
+Emitter._dispatch = _dispatch_table(Emitter)
 
 
 class ProfiledEmitter(Emitter):

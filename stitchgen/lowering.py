@@ -215,7 +215,10 @@ class _Lowerer:
         #: (twins share one)
         self.inlined_index: dict[str, int] = {}
         self.twins: dict[tuple[Any, ...], str] = {}  # fingerprint -> first path lowered
+        #: children sharing a twin's function (their keywords may differ)
+        self.shared: dict[str, fx.GraphModule] = {}
         #: for a child sharing its twin's function: its keywords -> the twin's
+        #: (built when a call passes keywords)
         self.keywords: dict[str, dict[str, str]] = {}
         #: qualified_ref answers, by object id (targets repeat a lot)
         self.named: dict[int, tuple[Any, GlobalRef | None]] = {}
@@ -365,8 +368,8 @@ class _Lowerer:
                 if self.lists_inlined:
                     self.submod(path, inlined=True)
                 callee = self.inline(child, path, node)
-                renamed = self.keywords.get(path)
-                if renamed and kwargs:
+                if kwargs and path in self.shared:
+                    renamed = self.twin_keywords(path)
                     kwargs = tuple((renamed.get(k, k), v) for k, v in kwargs)
             elif callable(child):
                 callee = self.submod(path)
@@ -420,9 +423,7 @@ class _Lowerer:
             twin = self.twins.get(key) if key is not None else None
             if twin is not None:  # the same graph as a piece already lowered: share it
                 self.inlined_index[path] = self.inlined_index[twin]
-                fn = self.functions[self.inlined_index[twin]]
-                mine = [str(n.target).lstrip("*") for n in child.graph.find_nodes(op="placeholder")]
-                self.keywords[path] = dict(zip(mine, (p.keyword for p in fn.params), strict=True))
+                self.shared[path] = child
             else:
                 fn = self.lower_child(child, path, node)
                 index = len(self.functions)  # after its own children: its place in the list
@@ -433,6 +434,18 @@ class _Lowerer:
                     self.twins[key] = path
         index = self.inlined_index[path]
         return FunctionRef(index, self.functions[index].name)
+
+    def twin_keywords(self, path: str) -> dict[str, str]:
+        """The keywords of ``path`` (a child sharing its twin's function) ->
+        the shared function's: their placeholders may be named apart."""
+        renamed = self.keywords.get(path)
+        if renamed is None:
+            fn = self.functions[self.inlined_index[path]]
+            placeholders = self.shared[path].graph.find_nodes(op="placeholder")
+            mine = [str(n.target).lstrip("*") for n in placeholders]
+            keywords = (p.keyword for p in fn.params)
+            renamed = self.keywords[path] = dict(zip(mine, keywords, strict=True))
+        return renamed
 
     def lower_child(self, child: fx.GraphModule, path: str, node: fx.Node) -> Function:
         if id(child) in self._in_progress:
