@@ -648,6 +648,8 @@ def _collect_names(expr: Any, out: list[str]) -> None:
     if kind is Name:
         out.append(expr.id)
         return
+    if kind in _LEAVES:
+        return
     for name, role in _roles(kind):
         value = getattr(expr, name)
         if role == "expr":
@@ -667,12 +669,15 @@ def reads(stmt: Stmt) -> list[str]:
     for name, role in _roles(type(stmt)):
         value = getattr(stmt, name)
         if role == "expr":
-            _collect_names(value, out)
+            if type(value) is Name:
+                out.append(value.id)
+            elif type(value) not in _LEAVES:
+                _collect_names(value, out)
         elif role == "exprs":
             for item in value:
                 if type(item) is Name:  # the common case, without a call
                     out.append(item.id)
-                else:
+                elif type(item) not in _LEAVES:
                     _collect_names(item, out)
         elif role == "kwargs":
             for _, item in value:

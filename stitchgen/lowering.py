@@ -668,7 +668,9 @@ def _identity_key(value: Any, index: dict[fx.Node, int]) -> Any:
     kind = type(value)
     if kind is _Node:
         return index.get(value, -1)
-    if kind in _VLLM_INLINE:
+    if kind in _BY_VALUE:
+        return (kind, value)
+    if kind is float:
         return (kind, repr(value))
     if isinstance(value, (list, tuple)):
         return (
