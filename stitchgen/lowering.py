@@ -351,8 +351,9 @@ class _Lowerer:
     ) -> Call:
         target = str(node.target)
         path = prefix + target
-        args = tuple(self.arg(a, node, env) for a in node.args)
-        kwargs = self.kwargs(node, env)
+        arg = self.arg
+        args = tuple([(type(a) is _Node and env.get(a)) or arg(a, node, env) for a in node.args])
+        kwargs = self.kwargs(node, env) if node.kwargs else ()
         if path in self.opaque:
             callee: Any = self.submod(path)
         else:

@@ -16,7 +16,6 @@ dataclass.
 
 from __future__ import annotations
 
-import copy
 import dataclasses
 from typing import Any, TypeVar
 
@@ -100,9 +99,6 @@ class Record:
 
 def freeze(cls: T) -> T:
     """Mark the dataclass ``cls`` (a :class:`Record`) frozen for ``dataclasses``."""
-    params: Any = cls.__dict__["__dataclass_params__"]
-    if not params.frozen:
-        params = copy.copy(params)
-        params.frozen = True
-        type.__setattr__(cls, "__dataclass_params__", params)
+    params: Any = cls.__dict__["__dataclass_params__"]  # the class's own, made by @dataclass
+    params.frozen = True
     return cls

@@ -86,3 +86,83 @@ def test_reads_and_defines_follow_expressions():
     assert list(ir.reads(stmt)) == ["a", "b", "c", "d"]
     assert ir.defines(stmt) == "y"
     assert ir.defines(ir.Del(("a",))) is None
+
+
+def test_every_ir_class_is_an_immutable_dataclass():
+    import dataclasses
+
+    call = ir.Call("y", ir.GlobalRef("torch", "relu"), (ir.Name("x"),), node="relu")
+    for node in (call, ir.Name("x"), ir.Literal(1), ir.Program("f", "bind", (), (), (), ())):
+        assert dataclasses.is_dataclass(node)
+        assert type(node).__dataclass_params__.frozen
+    assert [f.name for f in dataclasses.fields(call)] == [
+        "target",
+        "callee",
+        "args",
+        "kwargs",
+        "node",
+    ]
+    renamed = dataclasses.replace(call, target="z")
+    assert renamed.target == "z" and renamed.args == call.args and call.target == "y"
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        call.target = "z"
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        del call.node
+
+
+def test_a_subclass_of_your_own_is_a_frozen_dataclass_too():
+    import dataclasses
+
+    @dataclasses.dataclass(frozen=True)
+    class Noted(ir.Call):
+        note: str = ""
+
+    noted = Noted("y", ir.Name("f"), (ir.Name("x"),), note="hi")
+    assert ir.reads(noted) == ["f", "x"] and ir.writes(noted) == ["y"]
+    assert (
+        noted
+        == Noted("y", ir.Name("f"), (ir.Name("x"),), note="hi")
+        != noted.__class__("y", ir.Name("f"), (ir.Name("x"),), note="other")
+    )
+    with pytest.raises(TypeError, match="non-frozen"):
+
+        @dataclasses.dataclass
+        class Mutable(ir.Call):
+            pass
+
+
+def test_equality_hash_and_repr_follow_the_fields():
+    a = ir.Call("y", ir.Name("f"), (ir.Literal(1.0),))
+    b = ir.Call("y", ir.Name("f"), (ir.Literal(1.0),))
+    c = ir.Call("y", ir.Name("f"), (ir.Literal(1),))
+    assert a == b and hash(a) == hash(b) and a != c
+    assert ir.Name("x") != ir.Literal("x") and ir.Name("x") != "x"
+    assert (
+        repr(a)
+        == "Call(target='y', callee=Name(id='f'), args=(Literal(value=1.0),), kwargs=(), node='')"
+    )
+    program = ir.Program("f", "bind", (), (), (), (), const_values=(object(),))
+    assert "const_values" not in repr(program)
+    assert program == ir.Program("f", "bind", (), (), (), (), const_values=(object(),))
+
+
+def test_a_pickled_node_equals_its_original_and_rehashes():
+    import pickle
+
+    call = ir.Call("y", ir.Name("f"), (ir.Name("x"),))
+    hash(call)  # cached in this process
+    back = pickle.loads(pickle.dumps(call))
+    assert back == call and hash(back) == hash(call)
+    assert "_hash" not in pickle.loads(pickle.dumps(call)).__getstate__()
+
+
+def test_the_walker_returns_the_same_objects_when_nothing_changes():
+    program = stitchgen.lower(CASES["decoder_1_layer"]("cpu").gm)
+    same = ir.map_bodies(program, lambda s: [ir.map_stmt(s, expr=lambda e: ir.map_expr(e, id_))])
+    assert same is program
+    changed = ir.map_bodies(program, lambda s: [s, s] if isinstance(s, ir.Return) else [s])
+    assert changed is not program and changed.functions[-1].body[-1] is program.entry.body[-1]
+
+
+def id_(leaf):
+    return leaf
