@@ -42,8 +42,9 @@ class Generated(Record):
     convention: str = "closure"
     #: the templates that rendered ``code`` (None when read from an artifact)
     templates: Templates | None = field(default=None, repr=False, compare=False)
-    #: ``code`` already compiled (by ``generate``'s check, or from an
-    #: artifact), so loading does not compile it again
+    #: ``code`` already compiled (by ``generate``'s check of templates of
+    #: your own, or from an artifact), so loading does not compile it again;
+    #: None for the shipped templates' text, which ``load`` compiles (once)
     code_object: types.CodeType | None = field(default=None, repr=False, compare=False)
 
     def __init__(
