@@ -666,7 +666,7 @@ def _collect_names(expr: Any, out: list[str]) -> None:
 def reads(stmt: Stmt) -> list[str]:
     """Local names a statement reads, in source order (repeats possible)."""
     out: list[str] = []
-    for name, role in _roles(type(stmt)):
+    for name, role in _schema(type(stmt)).reading:
         value = getattr(stmt, name)
         if role == "expr":
             if type(value) is Name:
@@ -681,6 +681,10 @@ def reads(stmt: Stmt) -> list[str]:
                     _collect_names(item, out)
         elif role == "kwargs":
             for _, item in value:
+                _collect_names(item, out)
+        else:  # pairs
+            for key, item in value:
+                _collect_names(key, out)
                 _collect_names(item, out)
     return out
 

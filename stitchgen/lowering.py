@@ -249,7 +249,11 @@ class _Lowerer:
                 raise CodegenError("another node of this graph has the same name", node)
             seen.add(node.name)
             op = node.op
-            if op == "placeholder":
+            if op == "call_function":  # the common case first
+                body.append(self.call_function(node, env))
+            elif op == "call_module":
+                body.append(self.call_module(gm, prefix, node, env))
+            elif op == "placeholder":
                 params.append(self.placeholder(node, env))
             elif op == "output":
                 if len(node.args) != 1 or node.kwargs:
@@ -258,10 +262,6 @@ class _Lowerer:
                 returned = True
             elif op == "get_attr":
                 body.append(Assign(node.name, self.get_attr(gm, node)))
-            elif op == "call_module":
-                body.append(self.call_module(gm, prefix, node, env))
-            elif op == "call_function":
-                body.append(self.call_function(node, env))
             elif op == "call_method":
                 body.append(self.call_method(node, env))
             else:
@@ -380,9 +380,15 @@ class _Lowerer:
 
     def call_function(self, node: fx.Node, env: dict[fx.Node, Expr]) -> Stmt:
         target = node.target
-        if target is operator.getitem and len(node.args) == 2 and not node.kwargs:
-            obj = self.arg(node.args[0], node, env)
-            return GetItem(node.name, obj, self.arg(node.args[1], node, env))
+        args_in = node.args
+        if target is operator.getitem and len(args_in) == 2 and not node.kwargs:
+            obj, index = args_in
+            if type(obj) is _Node and type(index) is int and 0 <= index < len(_INDEXES):
+                # the unpacking of a piece's tuple: the most common statement
+                held = env.get(obj)
+                if held is not None:
+                    return GetItem(node.name, held, _INDEXES[index])
+            return GetItem(node.name, self.arg(obj, node, env), self.arg(index, node, env))
         if not callable(target):
             raise CodegenError("call_function target is not callable", node)
         callee = self.callable(target)
@@ -558,6 +564,9 @@ class _Lowerer:
             raise CodegenError(f"uses node {a.name!r} from {where}", node)
         return expr
 
+
+#: ``Literal(i)`` for the small indexes that unpack a piece's results (shared: immutable)
+_INDEXES = tuple(Literal(i) for i in range(64))
 
 #: what vLLM 0.34 writes inline (exact types; its ``repr`` of a subclass is not code)
 _VLLM_INLINE = frozenset({int, float, bool, str, bytes, type(None)})

@@ -28,7 +28,7 @@ class Schema:
     """A class's dataclass fields as :class:`Record` and the IR walker read
     them (class data, computed once per class)."""
 
-    __slots__ = ("compared", "deleting", "fields", "roles", "shown", "targets")
+    __slots__ = ("compared", "deleting", "fields", "reading", "roles", "shown", "targets")
 
     def __init__(self, cls: type) -> None:
         fields = dataclasses.fields(cls)
@@ -45,6 +45,10 @@ class Schema:
         #: the fields holding the local a statement assigns / the locals it deletes
         self.targets = tuple(n for n, role in self.roles if role == "target")
         self.deleting = tuple(n for n, role in self.roles if role == "deletes")
+        #: the fields holding expressions a statement reads
+        self.reading = tuple(
+            (n, role) for n, role in self.roles if role in ("expr", "exprs", "kwargs", "pairs")
+        )
 
 
 class Record:

@@ -44,8 +44,8 @@ def place_dels(fn: Function) -> Function:
         for name in reads(stmt):
             position[name] = i
         target = defines(stmt)
-        if target is not None:
-            order.setdefault(target, len(order))
+        if target is not None and target not in order:
+            order[target] = len(order)
             position.setdefault(target, i)
     dies_after: dict[int, list[str]] = {}
     for name, index in position.items():
