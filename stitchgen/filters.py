@@ -1,4 +1,5 @@
-"""The filters templates see, and :class:`Code`, the type they return.
+"""The filters templates see, :class:`Code`, the type they return, and
+:class:`BlockText`, the shipped templates' text (the ``emit`` variable).
 
 Each filter wraps a method of :class:`~stitchgen.expressions.Writer` (or a
 helper beside it) and marks its text as code; Jinja's environment
@@ -10,15 +11,28 @@ text without it.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from markupsafe import Markup
 
 from .expressions import Writer, comment_source, dotted_source, name_items
 from .literals import literal_source
 
-__all__ = ["FILTER_NAMES", "Code", "build_filters", "comment", "dotted", "literal", "names"]
+if TYPE_CHECKING:
+    from .emitter import Emitter
+
+__all__ = [
+    "FILTER_NAMES",
+    "BlockText",
+    "Code",
+    "build_filters",
+    "comment",
+    "dotted",
+    "literal",
+    "names",
+]
 
 
 class Code(Markup):
@@ -72,3 +86,76 @@ def build_filters(writer: Writer) -> dict[str, Callable[..., Code]]:
 
 #: the names of stitchgen's own filters (a ``Templates`` may not replace them)
 FILTER_NAMES = frozenset(build_filters(Writer()))
+
+
+class BlockText:
+    """The shipped templates' text, block by block: what the template
+    variable ``emit`` gives the built-in blocks (``emit.getitem(stmt)``,
+    ``emit.signature(fn)``, ...). Each method hands one IR object to the
+    emitter of the template set in use (:mod:`stitchgen.emitter`) — the one
+    source of every line the shipped templates write, on the fast path and
+    through Jinja alike — and returns its text as :class:`Code`. It takes IR
+    objects only: nothing a template writes can pass through it as code.
+    """
+
+    __slots__ = ("_emitter",)
+
+    def __init__(self, emitter: Emitter) -> None:
+        self._emitter = emitter
+
+    def _capture(self, method: Callable[..., None], *args: Any) -> Code:
+        emitter = self._emitter
+        saved, emitter.out = emitter.out, []
+        try:
+            method(*args)
+            return Code("".join(emitter.out))
+        finally:
+            emitter.out = saved
+
+    # module.py.j2
+    def header(self) -> Code:
+        return self._capture(self._emitter.header)
+
+    def imports(self) -> Code:
+        return self._capture(self._emitter.imports)
+
+    def binder_signature(self) -> Code:
+        return self._capture(self._emitter.binder_signature)
+
+    def bindings(self) -> Code:
+        return self._capture(self._emitter.bindings)
+
+    def binder_return(self) -> Code:
+        return self._capture(self._emitter.binder_return)
+
+    # function.py.j2 (statements at one level of indentation)
+    def signature(self, fn: Any) -> Code:
+        return self._capture(self._emitter.signature, _ir(fn, "signature"), "")
+
+    def call_head(self, stmt: Any) -> Code:
+        return Code(self._emitter.call_head(_ir(stmt, "call_head"), _STEP))
+
+    def call_expr(self, stmt: Any) -> Code:
+        return Code(self._emitter.call_expr(_ir(stmt, "call_expr")))
+
+    def getitem(self, stmt: Any) -> Code:
+        return self._capture(self._emitter.getitem, _ir(stmt, "getitem"), _STEP)
+
+    def assign(self, stmt: Any) -> Code:
+        return self._capture(self._emitter.assign, _ir(stmt, "assign"), _STEP)
+
+    def delete(self, stmt: Any) -> Code:
+        return self._capture(self._emitter.delete, _ir(stmt, "delete"), _STEP)
+
+    def return_(self, stmt: Any) -> Code:
+        return self._capture(self._emitter.return_, _ir(stmt, "return_"), _STEP)
+
+
+_STEP = "    "
+
+
+def _ir(node: Any, method: str) -> Any:
+    """``node`` if it is an IR object (a dataclass instance), else a TypeError."""
+    if isinstance(node, type) or not dataclasses.is_dataclass(node):
+        raise TypeError(f"emit.{method}() takes an IR object, not {type(node).__name__}")
+    return node

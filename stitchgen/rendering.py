@@ -35,7 +35,7 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
 from .conventions import CLOSURE, VLLM, Convention, name_formats
-from .emitter import emit
+from .emitter import emit, emit_for
 from .errors import TemplateError
 from .expressions import Writer
 from .ir import Program
@@ -138,6 +138,8 @@ class Templates:
         if clash:
             raise ValueError(f"filters {clash} are stitchgen's own and cannot be replaced")
         self.filters = MappingProxyType(dict(filters or {}))
+        if globals and "emit" in globals:
+            raise ValueError("the template variable 'emit' is stitchgen's and cannot be replaced")
         self.globals = MappingProxyType(dict(globals or {}))
         name_formats(names)  # refuses unknown keys now, not at the first generate
         self.names = MappingProxyType(dict(names or {}))
@@ -254,10 +256,16 @@ class Templates:
                 self._rendered[key] = cached  # now the most recent
                 return cached
         from .environment import NAMES_KEY, program_names, template_error
+        from .filters import BlockText
 
-        names = {NAMES_KEY: program_names(program)}
+        context = {
+            NAMES_KEY: program_names(program),
+            "emit": BlockText(emit_for(program, self.variant, self.writer, self.globals)),
+        }
         try:
-            source = self.environment.get_template(ENTRY_TEMPLATE).render(program=program, **names)
+            source = self.environment.get_template(ENTRY_TEMPLATE).render(
+                program=program, **context
+            )
         except Exception as exc:
             raise template_error(exc) from exc
         with self._lock:

@@ -5,6 +5,7 @@ refused or stays a quoted literal."""
 import re
 
 import pytest
+import torch.fx as fx
 from builders import override_return, returning_constant
 
 import stitchgen
@@ -159,3 +160,26 @@ def test_an_escaping_filter_in_an_override_is_a_template_error_naming_the_line(t
     gm = returning_constant("PWNED_7f3a()")
     with pytest.raises(TemplateError, match=r"function\.py\.j2:3: unsafe output: filter 'e'"):
         stitchgen.generate(gm, template_dirs=[tmp_path])
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        "emit.getitem(\"x = __import__('os')\")",
+        "emit.call_expr({'callee': 1})",
+        "emit.signature(program.name)",
+        "emit.return_(program.binder)",
+    ],
+)
+def test_emit_takes_ir_objects_only(tmp_path, call):
+    (tmp_path / "function.py.j2").write_text(
+        '{% extends "stitchgen/function.py.j2" %}\n'
+        f"{{% block return %}}{{{{ {call} }}}}\n{{% endblock %}}\n"
+    )
+    with pytest.raises(TemplateError, match=r"emit\.\w+\(\) takes an IR object, not (str|dict)"):
+        stitchgen.generate(fx.symbolic_trace(lambda x: x + 1), template_dirs=[tmp_path])
+
+
+def test_emit_cannot_be_replaced_by_a_global():
+    with pytest.raises(ValueError, match="'emit' is stitchgen's"):
+        stitchgen.Templates(globals={"emit": object()})
