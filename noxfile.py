@@ -53,3 +53,10 @@ def bench(session: nox.Session) -> None:
     """The benchmark table (benchmarks/bench.py); pass --quick for a smoke run."""
     _install(session)
     session.run("python", "benchmarks/bench.py", *session.posargs)
+
+
+@nox.session
+def cold(session: nox.Session) -> None:
+    """What each path costs a fresh process (benchmarks/process_cold.py)."""
+    _install(session)
+    session.run("python", "benchmarks/process_cold.py", *session.posargs)
