@@ -10,8 +10,9 @@ template block (``header``, ``imports``, ``binder``, ``signature``, and one
 per statement kind: ``call``, ``getitem``, ``assign``, ``delete``,
 ``return_``, with ``call_head``/``call_expr`` for the template path), and
 each shipped variant is a subclass that overrides the blocks whose text
-differs (:class:`ProfiledEmitter`, :class:`VllmEmitter`). Expressions come from the same writer the templates'
-filters use (:class:`~stitchgen.expressions.Writer`). The shipped templates'
+differs (:class:`ProfiledEmitter`, :class:`VllmEmitter`). Expressions come
+from the same writer the templates' filters use
+(:class:`~stitchgen.expressions.Writer`). The shipped templates'
 blocks call these same methods (the template variable ``emit``,
 :class:`stitchgen.filters.BlockText`), so Jinja renders what it always did
 and serves overrides only; a test renders the golden corpus and fuzzed
