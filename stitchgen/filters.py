@@ -13,15 +13,13 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable, Iterable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from markupsafe import Markup
 
+from .emitter import INDENT, Emitter
 from .expressions import Writer, comment_source, dotted_source, name_items
 from .literals import literal_source
-
-if TYPE_CHECKING:
-    from .emitter import Emitter
 
 __all__ = [
     "FILTER_NAMES",
@@ -133,25 +131,22 @@ class BlockText:
         return self._capture(self._emitter.signature, _ir(fn, "signature"), "")
 
     def call_head(self, stmt: Any) -> Code:
-        return Code(self._emitter.call_head(_ir(stmt, "call_head"), _STEP))
+        return Code(self._emitter.call_head(_ir(stmt, "call_head"), INDENT))
 
     def call_expr(self, stmt: Any) -> Code:
         return Code(self._emitter.call_expr(_ir(stmt, "call_expr")))
 
     def getitem(self, stmt: Any) -> Code:
-        return self._capture(self._emitter.getitem, _ir(stmt, "getitem"), _STEP)
+        return self._capture(self._emitter.getitem, _ir(stmt, "getitem"), INDENT)
 
     def assign(self, stmt: Any) -> Code:
-        return self._capture(self._emitter.assign, _ir(stmt, "assign"), _STEP)
+        return self._capture(self._emitter.assign, _ir(stmt, "assign"), INDENT)
 
     def delete(self, stmt: Any) -> Code:
-        return self._capture(self._emitter.delete, _ir(stmt, "delete"), _STEP)
+        return self._capture(self._emitter.delete, _ir(stmt, "delete"), INDENT)
 
     def return_(self, stmt: Any) -> Code:
-        return self._capture(self._emitter.return_, _ir(stmt, "return_"), _STEP)
-
-
-_STEP = "    "
+        return self._capture(self._emitter.return_, _ir(stmt, "return_"), INDENT)
 
 
 def _ir(node: Any, method: str) -> Any:

@@ -20,7 +20,7 @@ Each statement class names the template block that renders it
 (``template: ClassVar[str]``), and each field says what it holds
 (``field(metadata=...)``: an expression, expressions, keyword pairs, the
 local it assigns, the locals it deletes, or plain information); the roles are
-class data (:meth:`Node.schema`). One generic walker reads them —
+read once per class (:meth:`Node.schema`). One generic walker reads them —
 :func:`map_expr`, :func:`map_stmt`, :func:`map_bodies`, :func:`reads`,
 :func:`writes` — so every pass rebuilds statements through it, a field added
 to a class is carried by all of them, and a statement nothing changed comes
@@ -42,7 +42,7 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from .errors import ProgramError
-from .records import Record, Schema, freeze
+from .records import Record, Schema, freeze, schema_of
 
 __all__ = [
     "Assign",
@@ -522,23 +522,9 @@ _LEAVES = frozenset({Name, Literal, ConstRef, GlobalRef, SubmodRef, FunctionRef}
 # the walker: every pass goes through these
 
 
-#: schemas by class, for the walker's hot path (a cache, safe to share)
-_SCHEMAS: dict[type, Schema] = {}
-
-
-def _schema(cls: type) -> Schema:
-    """``cls``'s schema: class data for IR classes; computed for any other
-    dataclass (a statement kind of your own that is not a ``Node``)."""
-    schema = _SCHEMAS.get(cls)
-    if schema is None:
-        if isinstance(cls, type) and issubclass(cls, Node):
-            schema = cls.schema()
-        elif dataclasses.is_dataclass(cls):
-            schema = Schema(cls)
-        else:
-            raise TypeError(f"{cls.__name__} is not an IR class")
-        _SCHEMAS[cls] = schema
-    return schema
+#: a class's fields as the walker reads them: IR classes, and any dataclass
+#: (a statement kind of your own that is not a ``Node``)
+_schema = schema_of
 
 
 def _roles(cls: type) -> tuple[tuple[str, str], ...]:
@@ -548,8 +534,7 @@ def _roles(cls: type) -> tuple[tuple[str, str], ...]:
 
 def _map_items(items: tuple[Any, ...], fn: Callable[[Any], Any]) -> tuple[Any, ...]:
     """``items`` mapped; the same tuple when no item changed."""
-    out = tuple([fn(x) for x in items])
-    return items if all(map(operator.is_, out, items)) else out
+    return _same_or(tuple([fn(x) for x in items]), items)
 
 
 def _map_field(value: Any, role: str, fn: Callable[[Any], Any]) -> Any:
@@ -566,7 +551,7 @@ def _map_field(value: Any, role: str, fn: Callable[[Any], Any]) -> Any:
 
 def _same_or(new: tuple[Any, ...], old: tuple[Any, ...]) -> tuple[Any, ...]:
     """``old`` if ``new`` holds the very same items, else ``new``."""
-    if len(new) == len(old) and all(a is b for a, b in zip(new, old, strict=True)):
+    if len(new) == len(old) and all(map(operator.is_, new, old)):
         return old
     return new
 
@@ -669,15 +654,12 @@ def reads(stmt: Stmt) -> list[str]:
     for name, role in _schema(type(stmt)).reading:
         value = getattr(stmt, name)
         if role == "expr":
-            if type(value) is Name:
-                out.append(value.id)
-            elif type(value) not in _LEAVES:
-                _collect_names(value, out)
+            _collect_names(value, out)
         elif role == "exprs":
             for item in value:
                 if type(item) is Name:  # the common case, without a call
                     out.append(item.id)
-                elif type(item) not in _LEAVES:
+                else:
                     _collect_names(item, out)
         elif role == "kwargs":
             for _, item in value:

@@ -351,8 +351,7 @@ class _Lowerer:
     ) -> Call:
         target = str(node.target)
         path = prefix + target
-        arg = self.arg
-        args = tuple([(type(a) is _Node and env.get(a)) or arg(a, node, env) for a in node.args])
+        args = self.args(node, env)
         kwargs = self.kwargs(node, env) if node.kwargs else ()
         if path in self.opaque:
             callee: Any = self.submod(path)
@@ -380,22 +379,14 @@ class _Lowerer:
 
     def call_function(self, node: fx.Node, env: dict[fx.Node, Expr]) -> Stmt:
         target = node.target
-        args_in = node.args
-        if target is operator.getitem and len(args_in) == 2 and not node.kwargs:
-            obj, index = args_in
-            if type(obj) is _Node and type(index) is int and 0 <= index < len(_INDEXES):
-                # the unpacking of a piece's tuple: the most common statement
-                held = env.get(obj)
-                if held is not None:
-                    return GetItem(node.name, held, _INDEXES[index])
-            return GetItem(node.name, self.arg(obj, node, env), self.arg(index, node, env))
+        if target is operator.getitem and len(node.args) == 2 and not node.kwargs:
+            obj = self.arg(node.args[0], node, env)
+            return GetItem(node.name, obj, self.arg(node.args[1], node, env))
         if not callable(target):
             raise CodegenError("call_function target is not callable", node)
         callee = self.callable(target)
-        arg = self.arg
-        args = tuple([(type(a) is _Node and env.get(a)) or arg(a, node, env) for a in node.args])
         kwargs = self.kwargs(node, env) if node.kwargs else ()
-        return Call(node.name, callee, args, kwargs, node.name)
+        return Call(node.name, callee, self.args(node, env), kwargs, node.name)
 
     def call_method(self, node: fx.Node, env: dict[fx.Node, Expr]) -> Call:
         if not isinstance(node.target, str) or not node.args:
@@ -405,6 +396,11 @@ class _Lowerer:
         return Call(
             node.name, MethodRef(receiver, node.target), args, self.kwargs(node, env), node.name
         )
+
+    def args(self, node: fx.Node, env: dict[fx.Node, Expr]) -> tuple[Expr, ...]:
+        """``node``'s positional arguments (graph values looked up directly)."""
+        arg = self.arg
+        return tuple([(type(a) is _Node and env.get(a)) or arg(a, node, env) for a in node.args])
 
     def kwargs(self, node: fx.Node, env: dict[fx.Node, Expr]) -> tuple[tuple[str, Expr], ...]:
         out = []
@@ -565,9 +561,6 @@ class _Lowerer:
         return expr
 
 
-#: ``Literal(i)`` for the small indexes that unpack a piece's results (shared: immutable)
-_INDEXES = tuple(Literal(i) for i in range(64))
-
 #: what vLLM 0.34 writes inline (exact types; its ``repr`` of a subclass is not code)
 _VLLM_INLINE = frozenset({int, float, bool, str, bytes, type(None)})
 
@@ -620,20 +613,14 @@ def fingerprint(gm: fx.GraphModule, *, by_identity: bool = False) -> tuple[Any, 
     parts: list[Any] = []
     for node in gm.graph.nodes:
         op = node.op
-        if op == "call_function":  # the common case first
-            args = tuple(
-                [index.get(a, -1) if type(a) is _Node else key(a, index) for a in node.args]
-            )
-            kwargs = node.kwargs
-            part: Any = (op, id(node.target), args, key(kwargs, index) if kwargs else ())
-        elif op == "call_module":
+        if op == "call_module":
             return None
-        elif op == "get_attr":
+        if op == "get_attr":
             try:
                 value = fetch_attr(gm, str(node.target))
             except AttributeError:
                 return None
-            part = (op, key(value, index))
+            part: Any = (op, key(value, index))
         elif op == "placeholder":
             target = str(node.target)
             part = (op, len(target) - len(target.lstrip("*")), key(node.args, index))

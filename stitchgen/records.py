@@ -19,7 +19,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any, TypeVar
 
-__all__ = ["Record", "Schema", "freeze"]
+__all__ = ["Record", "Schema", "freeze", "schema_of"]
 
 T = TypeVar("T", bound=type)
 
@@ -51,6 +51,20 @@ class Schema:
         )
 
 
+#: schemas by class (a cache, safe to share: a class's fields do not change)
+_SCHEMAS: dict[type, Schema] = {}
+
+
+def schema_of(cls: type) -> Schema:
+    """The :class:`Schema` of the dataclass ``cls`` (computed once per class)."""
+    schema = _SCHEMAS.get(cls)
+    if schema is None:
+        if not (isinstance(cls, type) and dataclasses.is_dataclass(cls)):
+            raise TypeError(f"{getattr(cls, '__name__', cls)!s} is not a dataclass")
+        schema = _SCHEMAS[cls] = Schema(cls)
+    return schema
+
+
 class Record:
     """An immutable dataclass whose methods are written once, here: equal
     when of the same class with equal compared fields, hashed by them (once:
@@ -60,14 +74,8 @@ class Record:
 
     @classmethod
     def schema(cls) -> Schema:
-        """The class's :class:`Schema` (computed on first use, then class data)."""
-        found = cls.__dict__.get("_schema")
-        if found is None:
-            if not dataclasses.is_dataclass(cls):
-                raise TypeError(f"{cls.__name__} is not declared a dataclass")
-            found = Schema(cls)
-            type.__setattr__(cls, "_schema", found)
-        return found
+        """The class's :class:`Schema` (:func:`schema_of`)."""
+        return schema_of(cls)
 
     def __setattr__(self, name: str, value: Any) -> None:
         raise dataclasses.FrozenInstanceError(f"cannot assign to field {name!r}")
@@ -76,7 +84,7 @@ class Record:
         raise dataclasses.FrozenInstanceError(f"cannot delete field {name!r}")
 
     def _key(self) -> tuple[Any, ...]:
-        return tuple([getattr(self, n) for n in type(self).schema().compared])
+        return tuple([getattr(self, n) for n in schema_of(type(self)).compared])
 
     def __eq__(self, other: object) -> bool:
         if self is other:
@@ -97,7 +105,7 @@ class Record:
         return {k: v for k, v in self.__dict__.items() if k != "_hash"}
 
     def __repr__(self) -> str:
-        shown = ", ".join(f"{n}={getattr(self, n)!r}" for n in type(self).schema().shown)
+        shown = ", ".join(f"{n}={getattr(self, n)!r}" for n in schema_of(type(self)).shown)
         return f"{type(self).__qualname__}({shown})"
 
 
