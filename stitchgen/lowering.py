@@ -526,8 +526,9 @@ class _Lowerer:
 
     def lifted_arg(self, a: Any, node: fx.Node, env: dict[fx.Node, Expr]) -> Expr:
         """An FX argument under vLLM's constant policy: nodes, list/tuple/dict
-        displays (subclasses too, as vLLM writes them) and int, float, bool,
-        str, bytes and None inline; any other object is a lifted constant."""
+        displays (subclasses too, as vLLM writes them), slices that hold graph
+        values and int, float, bool, str, bytes and None inline; any other
+        object — a constant slice too, as vLLM lifts it — is a lifted constant."""
         if isinstance(a, fx.Node):
             return self._node(a, node, env)
         kind = type(a)
@@ -544,10 +545,16 @@ class _Lowerer:
                     for k, v in a.items()
                 )
             )
+        if kind is slice and _holds_node(a):  # reads graph values: never a constant
+            return SliceExpr(
+                self.lifted_arg(a.start, node, env),
+                self.lifted_arg(a.stop, node, env),
+                self.lifted_arg(a.step, node, env),
+            )
         if _holds_node(a):
             raise CodegenError(
                 f"argument of type {kind.__qualname__} holds graph values; only tuple, "
-                "list and dict displays may",
+                "list, dict and slice displays may",
                 node,
             )
         # an int/str subclass (an IntEnum member) is lifted: vLLM's repr() of it is not code
@@ -572,6 +579,8 @@ def _holds_node(value: Any) -> bool:
         return any(_holds_node(x) for x in value)
     if isinstance(value, dict):
         return any(_holds_node(k) or _holds_node(v) for k, v in value.items())
+    if isinstance(value, slice):
+        return _holds_node((value.start, value.stop, value.step))
     return False
 
 

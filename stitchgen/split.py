@@ -32,8 +32,9 @@ def _op_names(target: Any) -> tuple[str, str] | None:
     return None
 
 
-class _Wanted:
-    """The split ops: op names, and plain functions by identity."""
+class SplitOps:
+    """The split ops, checked: op names, and plain functions by identity
+    (``split_graph``'s; ``backend`` builds them once, at construction)."""
 
     def __init__(self, ops: Iterable[SplitOp]) -> None:
         self.packets: set[str] = set()  # every op wanted, by packet name
@@ -64,6 +65,8 @@ class _Wanted:
                     "split ops are OpOverload, OpOverloadPacket, 'ns::op[.overload]' strings "
                     f"or functions, got {type(op).__name__}"
                 )
+        if not self.given:
+            raise ValueError("no split ops given: name at least one op to split at")
 
     def __contains__(self, node: fx.Node) -> bool:
         if node.op != "call_function":
@@ -76,11 +79,6 @@ class _Wanted:
             # Dynamo graphs call packets: any wanted overload of it matches
             return packet in self.packets
         return full in self.overloads or packet in self.whole
-
-    def unmatched(self, matched: list[fx.Node]) -> list[Any]:
-        """The ops (as given) that none of ``matched`` calls."""
-        alone = [(op, _Wanted([op])) for op in self.given]
-        return [op for op, wanted in alone if not any(n in wanted for n in matched)]
 
 
 def _op_label(op: Any) -> str:
@@ -106,18 +104,46 @@ def _short_name(op: Any) -> str:
     return getattr(op, "__name__", "")
 
 
-def _unmatched_message(op: Any, gm: fx.GraphModule) -> str:
-    message = f"split op {_op_label(op)} matches no call in the graph"
-    short = _short_name(op)
-    methods = [n.name for n in gm.graph.nodes if n.op == "call_method" and n.target == short]
-    if methods:
-        shown = ", ".join(repr(m) for m in methods[:3]) + (", ..." if len(methods) > 3 else "")
-        message += (
-            f"; the graph calls .{short}() as a method ({shown}): split ops match only "
-            f"function calls (call_function nodes), so write torch.{short}(...) in the model "
-            "or trace it with make_fx, which records the op itself"
-        )
+def unmatched_message(ops: list[Any], gm: fx.GraphModule) -> str:
+    """Why no piece was cut: the ops named, and those the graph calls as methods."""
+    labels = ", ".join(_op_label(op) for op in ops)
+    message = (
+        f"split op {labels} matches no call in the graph"
+        if len(ops) == 1
+        else f"none of the split ops ({labels}) matches a call in the graph"
+    )
+    methods: dict[str, list[str]] = {}
+    for node in gm.graph.find_nodes(op="call_method"):
+        methods.setdefault(str(node.target), []).append(node.name)
+    for short in dict.fromkeys(_short_name(op) for op in ops):
+        found = methods.get(short)
+        if found:
+            shown = ", ".join(repr(m) for m in found[:3]) + (", ..." if len(found) > 3 else "")
+            message += (
+                f"; the graph calls .{short}() as a method ({shown}): split ops match only "
+                f"function calls (call_function nodes), so write torch.{short}(...) in the "
+                "model or trace it with make_fx, which records the op itself"
+            )
     return message
+
+
+def partition(gm: fx.GraphModule, wanted: SplitOps) -> tuple[dict[fx.Node, int], list[fx.Node]]:
+    """Each node's piece (every split-op call alone in its own) and the
+    split-op calls found."""
+    piece = 0
+    pieces: dict[fx.Node, int] = {}
+    matched: list[fx.Node] = []
+    for node in gm.graph.nodes:
+        if node.op in ("placeholder", "output"):
+            continue
+        if node in wanted:
+            matched.append(node)
+            piece += 1
+            pieces[node] = piece
+            piece += 1
+        else:
+            pieces[node] = piece
+    return pieces, matched
 
 
 def split_graph(
@@ -135,12 +161,15 @@ def split_graph(
     calling convention (``make_fx`` over dicts, ``torch.export``) keeps it:
     the split graph takes and returns what ``gm`` does.
 
-    A split op that matches no call in the graph is a
-    :class:`stitchgen.CodegenError` naming it (the graph would silently stay
-    in fewer pieces); with ``strict=False`` it is a :class:`UserWarning`
-    instead (a list of alternatives, or Dynamo graphs between graph breaks).
-    Only function calls match: a method call ``x.baddbmm(...)`` is not
-    ``torch.baddbmm``, and the message says so when that is why.
+    ``split_ops`` are alternatives (vLLM's ``splitting_ops`` lists the
+    attention ops of many model families; a model calls one or two): an op
+    the graph does not call, or a name no library registered in this
+    process, is fine as long as another one matched. When **none** matches,
+    the graph would silently stay one piece: that is a
+    :class:`stitchgen.CodegenError` naming the ops, or with ``strict=False``
+    a :class:`UserWarning` and one piece. Only function calls match: a
+    method call ``x.baddbmm(...)`` is not ``torch.baddbmm``, and the message
+    says so when that is why.
 
     >>> import torch, stitchgen
     >>> from torch.fx.experimental.proxy_tensor import make_fx
@@ -151,25 +180,19 @@ def split_graph(
     """
     if not isinstance(gm, fx.GraphModule):
         raise TypeError(f"split_graph expects a torch.fx.GraphModule, got {type(gm).__name__}")
-    wanted = _Wanted(split_ops)
-    piece = 0
-    pieces: dict[fx.Node, int] = {}
-    matched: list[fx.Node] = []
-    for node in gm.graph.nodes:
-        if node.op in ("placeholder", "output"):
-            continue
-        if node in wanted:
-            matched.append(node)
-            piece += 1
-            pieces[node] = piece
-            piece += 1
-        else:
-            pieces[node] = piece
-    for op in wanted.unmatched(matched):
-        message = _unmatched_message(op, gm)
+    wanted = SplitOps(split_ops)
+    pieces, matched = partition(gm, wanted)
+    if not matched:
+        message = unmatched_message(wanted.given, gm)
         if strict:
             raise CodegenError(message + " (pass strict=False to make this a warning)")
         warnings.warn(message, UserWarning, stacklevel=2)
+    return split_at(gm, pieces)
+
+
+def split_at(gm: fx.GraphModule, pieces: dict[fx.Node, int]) -> fx.GraphModule:
+    """``gm`` split into the pieces numbered by ``pieces`` (every node but
+    the placeholders and the output)."""
     split = split_module(
         gm,
         None,  # type: ignore[arg-type]  # root_m: optional in practice (only read for attributes)

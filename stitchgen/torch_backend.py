@@ -30,7 +30,7 @@ import torch.fx as fx
 from .errors import CodegenError
 from .pipeline import compile, generate
 from .rendering import resolve_templates
-from .split import SplitOp, split_graph
+from .split import SplitOp, SplitOps, partition, split_at, unmatched_message
 
 __all__ = ["backend"]
 
@@ -54,7 +54,7 @@ def _example_inputs(piece: fx.GraphModule, name: str) -> list[Any]:
     return out
 
 
-def _check_options(options: dict[str, Any], strict: bool, compiles_pieces: bool) -> None:
+def _check_options(options: dict[str, Any], compiles_pieces: bool) -> None:
     """Refuse, at construction, what the backend cannot honour."""
     known = set(inspect.signature(generate).parameters) - {"gm"}
     unknown = sorted(set(options) - known)
@@ -69,12 +69,13 @@ def _check_options(options: dict[str, Any], strict: bool, compiles_pieces: bool)
         )
     # a bad variant name or template directory fails now, not at the first graph
     templates = resolve_templates(options.get("templates"), options.get("template_dirs", ()))
-    if strict and templates.variant == "profiled" and options.get("inline") == "flatten":
-        if not compiles_pieces:  # every piece is inlined, so every one is spliced away
+    if templates.variant == "profiled" and options.get("inline") == "flatten":
+        if not compiles_pieces and not options.get("opaque"):
+            # every piece is inlined, so every one is spliced away
             raise ValueError(
                 "templates='profiled' with inline='flatten' would record no profiler range: "
-                "without compile_piece every piece is inlined and spliced into the caller; "
-                "use inline='call' (or strict=False to go on with a warning)"
+                "without compile_piece or opaque= every piece is inlined and spliced into "
+                "the caller; use inline='call', or name the pieces to profile in opaque="
             )
 
 
@@ -82,7 +83,7 @@ def backend(
     split_ops: Iterable[SplitOp],
     compile_piece: PieceCompiler | None = None,
     *,
-    strict: bool = True,
+    strict: bool = False,
     **generate_options: Any,
 ) -> Callable[[fx.GraphModule, Sequence[Any]], Callable[..., Any]]:
     """A ``torch.compile`` backend that splits at ``split_ops`` and stitches
@@ -90,21 +91,27 @@ def backend(
     :func:`stitchgen.generate`, e.g. ``templates="profiled"``; options it
     cannot honour — ``boxed=True``, an unknown option — are refused here, at
     construction). ``opaque`` names pieces to call as the modules they are
-    instead of inlining them; ``strict=False`` makes a split op that matches
-    nothing in a graph a warning instead of an error (see
-    :func:`stitchgen.split_graph`), and likewise ``templates="profiled"``
-    with ``inline="flatten"``, which records no range for spliced pieces.
+    instead of inlining them. ``split_ops`` are alternatives (see
+    :func:`stitchgen.split_graph`); a graph that calls none of them — the
+    graph after a graph break, a tail such as an LM head — compiles as one
+    piece, silently; ``strict=True`` makes that a :class:`stitchgen.CodegenError`.
+    ``templates="profiled"`` with ``inline="flatten"`` is refused unless some
+    pieces are called rather than spliced (``compile_piece`` or ``opaque``).
 
     >>> import torch, stitchgen
     >>> fn = torch.compile(lambda x: torch.relu(x) * 2, backend=stitchgen.backend([torch.relu]))
     >>> fn(torch.tensor([-1.0, 2.0]))
     tensor([0., 4.])
     """
-    ops = list(split_ops)
-    _check_options(generate_options, strict, compile_piece is not None)
+    wanted = SplitOps(split_ops)  # a bad op fails now, not at the first graph
+    _check_options(generate_options, compile_piece is not None)
 
     def compile_graph(gm: fx.GraphModule, example_inputs: Sequence[Any]) -> Callable[..., Any]:
-        split = split_graph(gm, ops, strict=strict)
+        pieces, matched = partition(gm, wanted)
+        if not matched and strict:
+            message = unmatched_message(wanted.given, gm)
+            raise CodegenError(message + " (strict=True: every graph must call a split op)")
+        split = split_at(gm, pieces)  # no split op: one piece
         submods: dict[str, Callable[..., Any]] = {}
         if compile_piece is not None:
             for name, piece in split.named_children():

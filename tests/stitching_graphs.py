@@ -2,9 +2,10 @@
 
 A graph is a random DAG over a pool of values: pieces (inlined GraphModules
 or opaque modules) returning tuples that the graph unpacks with getitem
-(int and negative indices), call_function and call_method nodes, slices,
-in-place ops, values nobody uses, constants of every kind in the output (in
-nested containers), zero-input graphs, and names that collide with builtins,
+(int and negative indices), call_function and call_method nodes, slices
+(constant ones, and ones whose bounds are graph values), in-place ops,
+values nobody uses, constants of every kind in the output (in nested
+containers), zero-input graphs, and names that collide with builtins,
 modules and our helpers. Every tensor value has shape (4,), so any op
 applies to any pair of them; slices and other side values only reach the
 output.
@@ -92,7 +93,8 @@ def stitching_graphs(draw: st.DrawFn) -> Drawn:
         own.append(base)
     side: list[fx.Node] = []  # non-(4,) values: only for the output
     for step in range(draw(st.integers(1, 8))):
-        kind = draw(st.sampled_from(["piece", "piece", "function", "method", "slice", "inplace"]))
+        kinds = ["piece", "piece", "function", "method", "slice", "value_slice", "inplace"]
+        kind = draw(st.sampled_from(kinds))
         if kind == "piece":
             k = draw(st.integers(1, min(2, len(tensors))))
             args = draw(st.lists(st.sampled_from(tensors), min_size=k, max_size=k))
@@ -122,6 +124,15 @@ def stitching_graphs(draw: st.DrawFn) -> Drawn:
             a = draw(st.sampled_from(tensors))
             index = draw(st.sampled_from([slice(1, None), slice(None, -1), (Ellipsis, 0), -1]))
             side.append(graph.call_function(operator.getitem, (a, index)))
+        elif kind == "value_slice":  # x[1:n] with n a graph value: the slice is no constant
+            a, b = draw(st.sampled_from(tensors)), draw(st.sampled_from(tensors))
+            n = graph.call_method("size", (a, 0))  # read by the slice alone
+            index = draw(
+                st.sampled_from(
+                    [slice(1, n), slice(None, n, 2), slice(n, None), (slice(0, n, None),)]
+                )
+            )
+            side.append(graph.call_function(operator.getitem, (b, index)))
         elif own:
             target = draw(st.sampled_from(own))
             graph.call_method("add_", (target, 1.0))  # result unused; the update is not

@@ -1,5 +1,7 @@
 """The torch.compile backend: Dynamo graphs, dynamic shapes, recompiles."""
 
+import warnings
+
 import pytest
 import torch
 
@@ -158,33 +160,90 @@ def test_vllm_templates_work_through_the_backend():
     assert torch.equal(compiled(x), model(x))
 
 
-def test_profiled_with_flatten_and_no_piece_compiler_is_refused_at_construction():
+def test_profiled_with_flatten_and_no_piece_called_is_refused_at_construction():
     with pytest.raises(ValueError, match="would record no profiler range"):
         stitchgen.backend([ATTN], templates="profiled", inline="flatten")
+    with pytest.raises(ValueError, match="would record no profiler range"):
+        stitchgen.backend([ATTN], templates="profiled", inline="flatten", strict=True)
     stitchgen.backend([ATTN], templates="profiled", inline="flatten", compile_piece=Recorder())
 
 
-def test_profiled_with_flatten_and_strict_false_warns_at_compile():
+def test_profiled_with_flatten_and_opaque_pieces_warns_which_are_spliced():
     torch.manual_seed(0)
     model = Block()
-    backend = stitchgen.backend([ATTN], templates="profiled", inline="flatten", strict=False)
+    backend = stitchgen.backend(
+        [ATTN], templates="profiled", inline="flatten", opaque=["submod_1", "submod_3"]
+    )
     compiled = torch.compile(model, backend=backend)
     x = torch.randn(4, 8)
-    with pytest.warns(UserWarning, match="record no profiler range"):
+    with pytest.warns(UserWarning, match="3 of 5 piece calls .* record no profiler range"):
         assert torch.equal(compiled(x), model(x))
 
 
-def test_a_split_op_missing_from_a_graph_fails_the_backend_unless_strict_is_false():
+class Broken(torch.nn.Module):
+    """Attention, a graph break, then a tail with no split op (an LM head)."""
+
+    def __init__(self, hidden=8):
+        super().__init__()
+        self.block = Block(hidden)
+        self.head = torch.nn.Linear(hidden, 3)
+
+    def forward(self, x):
+        y = self.block(x)
+        torch._dynamo.graph_break()
+        return self.head(y).softmax(-1)
+
+
+def test_a_graph_without_a_split_op_compiles_as_one_piece_silently():
+    torch.manual_seed(0)
+    model = Broken()
+    recorder = Recorder()
+    compiled = torch.compile(model, backend=stitchgen.backend([ATTN], compile_piece=recorder))
+    x = torch.randn(4, 8)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        assert torch.equal(compiled(x), model(x))
+    assert not [w for w in caught if "split op" in str(w.message)]
+    # the block's 5 pieces, then the tail after the break as one piece
+    assert len(recorder.pieces) == 6
+    tail = recorder.pieces[-1][0]
+    assert not any(n.target is ATTN.default for n in tail.graph.nodes)
+
+
+def test_strict_makes_a_graph_without_a_split_op_an_error_naming_the_ops():
     def double(x):
         return x * 2
 
-    with pytest.raises(Exception, match="split op 'stitchgen_demo::attention' matches no call"):
-        torch.compile(double, backend=stitchgen.backend(["stitchgen_demo::attention"]))(
-            torch.ones(2)
-        )
-    torch._dynamo.reset()
-    lenient = stitchgen.backend(["stitchgen_demo::attention"], strict=False)
-    with pytest.warns(UserWarning, match="matches no call"):
-        assert torch.equal(
-            torch.compile(double, backend=lenient)(torch.ones(2)), torch.full((2,), 2.0)
-        )
+    ops = ["stitchgen_demo::attention", "vllm::unified_attention"]
+    backend = stitchgen.backend(ops, strict=True)
+    with pytest.raises(Exception, match=r"none of the split ops \('stitchgen_demo::attention', "):
+        torch.compile(double, backend=backend)(torch.ones(2))
+
+
+@pytest.mark.parametrize(
+    "ops",
+    [
+        [ATTN, "vllm::unified_attention", "vllm::mamba_mixer2"],
+        ["vllm::unified_attention_with_output", ATTN.default],
+        [torch.softmax, "stitchgen_demo::attention"],
+    ],
+    ids=["vllm-list", "overload-last", "spellings"],
+)
+def test_split_ops_are_alternatives_in_the_backend(ops):
+    torch.manual_seed(0)
+    model = Block()
+    recorder = Recorder()
+    compiled = torch.compile(model, backend=stitchgen.backend(ops, compile_piece=recorder))
+    x = torch.randn(4, 8)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        assert torch.equal(compiled(x), model(x))
+    assert not [w for w in caught if "split op" in str(w.message)]
+    assert len(recorder.pieces) == 5
+
+
+def test_bad_split_ops_are_refused_at_construction():
+    with pytest.raises(ValueError, match="no split ops given"):
+        stitchgen.backend([])
+    with pytest.raises(ValueError, match="'ns::op' or 'ns::op.overload'"):
+        stitchgen.backend(["attention"])

@@ -74,3 +74,20 @@ def test_the_source_is_emitted_as_a_trace_artifact(monkeypatch):
     code, submod_names, consts = generate_execution_code(split_gm)
     compile_execution_fn(code, compiled, submod_names, consts)
     assert seen == [("artifact", {"name": "vllm_execution_code", "encoding": "string"}, code)]
+
+
+def test_a_slice_reading_graph_values_is_written_not_lifted():
+    import torch.fx as fx
+
+    def f(x, n):
+        return x[:, 1:n] * 2, x[:, 1:3]
+
+    gm = fx.symbolic_trace(f)
+    code, submod_names, consts = generate_execution_code(gm)
+    # vLLM lifts every constant slice; the one reading n is an expression
+    assert consts == [slice(None), slice(None), slice(1, 3, None)]
+    assert "x[__vllm_consts__[0], 1:n]" in code
+    fn = compile_execution_fn(code, {}, submod_names, consts)
+    x = torch.randn(2, 5)
+    for actual, expected in zip(fn(x, 4), f(x, 4), strict=True):
+        assert torch.equal(actual, expected)

@@ -56,13 +56,18 @@ def check_dels(fn):
             assert deleted_at.get(name) == index, f"{name}: del not right after last use"
 
 
+#: every shipped template set: each convention's constant policy and call shape
+TEMPLATES = st.sampled_from([None, "vllm", "profiled"])
+
+
 @FUZZ
-@given(stitching_graphs(), st.sampled_from(["call", "flatten"]))
-def test_random_stitching_graphs_match_the_interpreter(drawn, inline):
-    generated = stitchgen.generate(drawn.gm, format=False, inline=inline)
+@given(stitching_graphs(), st.sampled_from(["call", "flatten"]), TEMPLATES)
+def test_random_stitching_graphs_match_the_interpreter(drawn, inline, templates):
+    options = {"inline": inline, "templates": templates}
+    generated = stitchgen.generate(drawn.gm, format=False, **options)
     for fn in generated.program.functions:
         check_dels(fn)
-    again = stitchgen.generate(drawn.gm, format=False, inline=inline)
+    again = stitchgen.generate(drawn.gm, format=False, **options)
     assert again.code == generated.code  # deterministic
     expected = fx.Interpreter(drawn.gm).run(*drawn.fresh_inputs())
     actual = stitchgen.load(generated)(*drawn.fresh_inputs())

@@ -1,6 +1,7 @@
 """split_graph: each split op alone in its piece, tuple-returning pieces."""
 
 import operator
+import warnings
 
 import pytest
 import torch
@@ -36,13 +37,28 @@ def test_every_spelling_of_the_split_op_gives_the_same_split(op):
     assert torch.equal(stitchgen.compile(split)(*inputs), gm(*inputs))
 
 
-def test_an_op_not_in_the_graph_is_an_error_naming_it():
+def test_split_ops_are_alternatives_an_op_not_in_the_graph_is_fine():
+    gm, inputs = _traced(1)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        # 'vllm::unified_attention' is not even registered in this process
+        split = stitchgen.split_graph(gm, ["aten::relu", "vllm::unified_attention", ATTN])
+    assert [name for name, _ in split.named_children()] == [f"submod_{i}" for i in range(3)]
+    assert torch.equal(stitchgen.compile(split)(*inputs), gm(*inputs))
+
+
+def test_when_no_op_matches_the_error_names_every_op():
     gm, _ = _traced(1)
     with pytest.raises(stitchgen.CodegenError, match="split op 'aten::relu' matches no call"):
-        stitchgen.split_graph(gm, [ATTN, "aten::relu"])
+        stitchgen.split_graph(gm, ["aten::relu"])
+    with pytest.raises(
+        stitchgen.CodegenError,
+        match=r"none of the split ops \('aten::relu', 'vllm::unified_attention'\) matches",
+    ):
+        stitchgen.split_graph(gm, ["aten::relu", "vllm::unified_attention"])
 
 
-def test_with_strict_false_an_op_not_in_the_graph_is_a_warning_and_one_piece():
+def test_with_strict_false_no_op_matching_is_a_warning_and_one_piece():
     gm, inputs = _traced(1)
     with pytest.warns(UserWarning, match=r"split op 'aten::relu\.default' matches no call"):
         split = stitchgen.split_graph(gm, [torch.ops.aten.relu.default], strict=False)
@@ -71,5 +87,7 @@ def test_bad_split_ops_are_refused():
         stitchgen.split_graph(gm, ["relu"])
     with pytest.raises(TypeError, match="split ops are OpOverload"):
         stitchgen.split_graph(gm, [3])
+    with pytest.raises(ValueError, match="no split ops given"):
+        stitchgen.split_graph(gm, [])
     with pytest.raises(TypeError, match="expects a torch.fx.GraphModule"):
         stitchgen.split_graph(decoder(1), ["aten::relu"])
