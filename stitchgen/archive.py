@@ -26,6 +26,7 @@ import torch
 from .conventions import convention_named
 from .errors import ArtifactError
 from .loading import compile_source
+from .portable import check_forms, missing_modules, read_consts, write_consts
 from .version import __version__, torch_version
 
 if TYPE_CHECKING:
@@ -43,7 +44,7 @@ __all__ = [
 ]
 
 FORMAT = "stitchgen-artifact"
-VERSION = 1
+VERSION = 2  # 2: constants by source form (consts.json)
 
 
 def digest(data: bytes) -> str:
@@ -64,23 +65,11 @@ def versions() -> dict[str, str]:
     }
 
 
-def _consts_bytes(generated: Generated) -> bytes:
-    decls = generated.program.consts
-    for decl, value in zip(decls, generated.consts, strict=True):
-        buffer = io.BytesIO()
-        try:
-            torch.save(value, buffer)
-            buffer.seek(0)
-            torch.load(buffer, weights_only=True)
-        except Exception as exc:
-            raise ArtifactError(
-                f"constant {decl.name} ({decl.description}) cannot be stored safely "
-                f"(torch.save + weights_only load: {type(exc).__name__}: "
-                f"{str(exc).splitlines()[0] if str(exc) else ''})"
-            ) from None
-    buffer = io.BytesIO()
-    torch.save(list(generated.consts), buffer)
-    return buffer.getvalue()
+def _consts_files(generated: Generated) -> tuple[bytes, bytes]:
+    """``consts.pt`` and ``consts.json`` (see :mod:`stitchgen.portable`)."""
+    labels = [f"{d.name} ({d.description})" for d in generated.program.consts]
+    stored, forms = write_consts(generated.consts, labels)
+    return stored, json.dumps(forms, sort_keys=True).encode("utf-8")
 
 
 def _sign(manifest: dict[str, Any], key: bytes) -> str:
@@ -99,7 +88,7 @@ def save_artifact(
             f"variant); this code was rendered with {templates!r}"
         )
     code = generated.code.encode("utf-8")
-    consts = _consts_bytes(generated)
+    consts, forms = _consts_files(generated)
     compiled = marshal.dumps(compile_source(generated.code, generated.name))
     from .ir import to_json  # the IR is written here, never read on the warm path
 
@@ -107,6 +96,7 @@ def save_artifact(
     files = {
         "code.py": code,
         "consts.pt": consts,
+        "consts.json": forms,
         "program.json": program,
         _marshal_name(): compiled,
     }
@@ -194,19 +184,32 @@ def open_artifact(root: Path, key: bytes | None, allow_imports: Iterable[str]) -
         )
     code = verified_file(root, manifest, "code.py").decode("utf-8")
     consts_data = verified_file(root, manifest, "consts.pt")
+    try:
+        forms = check_forms(
+            json.loads(verified_file(root, manifest, "consts.json")), manifest.get("const_count")
+        )
+    except json.JSONDecodeError as exc:
+        raise ArtifactError(f"artifact {root}: consts.json is corrupt ({exc})") from None
+    except ArtifactError as exc:
+        raise ArtifactError(f"artifact {root}: {exc}") from None
     allowed = set(allow_imports)
     missing = [m for m in manifest.get("imports", []) if m not in sys.modules and m not in allowed]
+    missing += [m for m in missing_modules(forms, allowed) if m not in missing]
     if missing:
         raise ArtifactError(
             f"artifact {root} imports {missing}, not imported in this process; import them "
             "first or pass allow_imports"
         )
     try:
-        consts = torch.load(io.BytesIO(consts_data), weights_only=True)
+        stored = torch.load(io.BytesIO(consts_data), weights_only=True)
     except Exception as exc:
         raise ArtifactError(f"artifact {root}: consts.pt cannot be loaded safely ({exc})") from None
-    if not isinstance(consts, list) or len(consts) != manifest.get("const_count"):
+    if not isinstance(stored, list) or len(stored) != manifest.get("const_count"):
         raise ArtifactError(f"artifact {root}: consts.pt does not hold the program's constants")
+    try:
+        consts = read_consts(stored, forms)
+    except ArtifactError as exc:
+        raise ArtifactError(f"artifact {root}: {exc}") from None
     code_object = None
     marshalled = _marshal_name()
     if manifest.get("magic") == importlib.util.MAGIC_NUMBER.hex() and (root / marshalled).exists():

@@ -10,12 +10,16 @@ An artifact is a directory:
 * ``program.json`` — the IR (read by :func:`read_artifact` only);
 * ``code.<cache_tag>.bin`` — its compiled code object (``marshal``), used
   when the running Python has the same bytecode magic, else ignored;
-* ``consts.pt`` — the lifted constants, ``torch.save``-d and loaded with
-  ``weights_only=True``: tensors, devices, sizes and plain data only. A
-  constant that cannot round-trip that way is refused at save time.
+* ``consts.json`` and ``consts.pt`` — the lifted constants: each by a
+  source form (a verified qualified name, a literal, a slice of literals,
+  an ``__fx_repr__`` with verified globals) where it has one, the rest
+  (tensors, devices, sizes) ``torch.save``-d and loaded with
+  ``weights_only=True`` (see :mod:`stitchgen.portable`). A constant that
+  can be stored neither way is refused at save time, naming it.
 
 Loading rebuilds no FX graph: it checks the manifest and digests, unpickles
-nothing but the constants (weights-only), and runs the stored module — our
+nothing but the constants (weights-only), reads the others back from their
+checked source forms, and runs the stored module — our
 template's imports and function definitions. It refuses a truncated,
 corrupted, edited or version-mismatched artifact, and a module to import
 that is not already imported (unless allowed), before executing anything.

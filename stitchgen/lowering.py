@@ -23,6 +23,7 @@ import torch
 import torch.fx as fx
 import torch.fx._pytree as fx_pytree
 import torch.utils._pytree as pytree
+from torch._library.opaque_object import is_opaque_reference_type
 from torch.fx.immutable_collections import immutable_dict, immutable_list
 
 from .conventions import CLOSURE, NAME_FORMATS, Convention, name_formats
@@ -344,6 +345,7 @@ class _Lowerer:
             raise CodegenError("get_attr target is not an attribute of its module", node) from None
         if is_primitive(value):
             return Literal(value)
+        _refuse_reference(value, node)
         return self.constant(value, hint=str(node.target))
 
     def call_module(
@@ -522,6 +524,7 @@ class _Lowerer:
                 "list, dict and slice displays may",
                 node,
             )
+        _refuse_reference(a, node)
         return self.constant(a, hint=_hint(a))
 
     def lifted_arg(self, a: Any, node: fx.Node, env: dict[fx.Node, Expr]) -> Expr:
@@ -557,6 +560,7 @@ class _Lowerer:
                 "list, dict and slice displays may",
                 node,
             )
+        _refuse_reference(a, node)
         # an int/str subclass (an IntEnum member) is lifted: vLLM's repr() of it is not code
         return self.lift(a, _hint(a))
 
@@ -582,6 +586,19 @@ def _holds_node(value: Any) -> bool:
     if isinstance(value, slice):
         return _holds_node((value.start, value.stop, value.step))
     return False
+
+
+def _refuse_reference(value: Any, node: fx.Node) -> None:
+    """A reference-type opaque object is state the graph must take as an
+    input (torch.compile makes it one): as a constant it would be frozen
+    into the code, shared by every call."""
+    if is_opaque_reference_type(type(value)):
+        raise CodegenError(
+            f"argument of type {type(value).__qualname__} is a reference-type opaque object "
+            "(torch._library.opaque_object): such an object is a graph input, never a "
+            "constant; pass it to the graph as an input",
+            node,
+        )
 
 
 def _hint(value: Any) -> str:

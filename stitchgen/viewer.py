@@ -1,6 +1,7 @@
 """``stitchgen show ARTIFACT``: what an artifact holds, read without running
 anything — its code (black-formatted on request), its bindings (submodule
-names, constant descriptions), its versions against this process's, and
+names, constant descriptions and the source forms they are read back by),
+its versions against this process's, and
 whether every file matches the digest the manifest records. Nothing is
 unpickled (the constants' descriptions come from the stored IR, which is
 JSON), imported or executed."""
@@ -14,6 +15,7 @@ from typing import Any
 
 from . import ir
 from .archive import FORMAT, digest, versions
+from .portable import check_forms, source_of
 
 __all__ = ["describe_artifact"]
 
@@ -67,10 +69,13 @@ def describe_artifact(
     if not manifest.get("submod_names"):
         out.append("  none")
     program = _program(root, manifest)
+    forms = _forms(root, manifest)
     out.append("constants:")
     if isinstance(program, ir.Program):
-        for decl in program.consts:
-            out.append(f"  {decl.name}: {decl.description}")
+        for i, decl in enumerate(program.consts):
+            form = forms[i] if i < len(forms) else None
+            stored = f"read back as {source_of(form)}" if form else "in consts.pt"
+            out.append(f"  {decl.name}: {decl.description} ({stored})")
         if not program.consts:
             out.append("  none")
     else:
@@ -94,6 +99,15 @@ def describe_artifact(
         out.append("IR:")
         out.append(pprint.pformat(program, width=100) if isinstance(program, ir.Program) else "")
     return "\n".join(out) + "\n", ok
+
+
+def _forms(root: Path, manifest: dict[str, Any]) -> list[Any]:
+    """The constants' source forms (``consts.json``), [] where unreadable."""
+    try:
+        data = json.loads((root / "consts.json").read_text(encoding="utf-8"))
+        return check_forms(data, manifest.get("const_count"))
+    except Exception:
+        return []
 
 
 def _program(root: Path, manifest: dict[str, Any]) -> ir.Program | str:

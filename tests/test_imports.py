@@ -47,6 +47,7 @@ WARM_PATH = {
     "stitchgen.conventions",
     "stitchgen.errors",
     "stitchgen.loading",
+    "stitchgen.portable",
     "stitchgen.records",
     "stitchgen.version",
 }

@@ -101,3 +101,29 @@ def test_bert_slices_of_symbolic_lengths_bit_exact(ops, options):
             ids = torch.randint(0, 128, (1, tokens))
             assert torch.equal(compiled(ids).last_hidden_state, model(ids).last_hidden_state)
     assert len(pieces.pieces) == 2 * 2 + 1
+
+
+@pytest.mark.parametrize("templates", [None, "vllm"])
+def test_llama_graph_saved_as_an_artifact_runs_bit_exact(tmp_path, templates):
+    # its constants (devices, dtypes, slices, Ellipsis: all lifted by vLLM's
+    # convention) survive save -> load_artifact
+    config = _tiny(
+        transformers.LlamaConfig, num_hidden_layers=2, hidden_size=64, intermediate_size=128,
+        num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=64,
+        bos_token_id=0, eos_token_id=0,
+    )  # fmt: skip
+    model = transformers.LlamaForCausalLM(config).eval()
+    saved = []
+
+    def through_an_artifact(gm, example_inputs):
+        split = stitchgen.split_graph(gm, [SDPA])
+        generated = stitchgen.generate(split, templates=templates)
+        path = generated.save(tmp_path / f"graph_{len(saved)}")
+        saved.append(generated.consts)
+        return stitchgen.load_artifact(path, generated.submods)
+
+    compiled = torch.compile(model, backend=through_an_artifact)
+    ids = torch.randint(0, 128, (1, 9))
+    with torch.no_grad():
+        assert torch.equal(compiled(ids).logits, model(ids).logits)
+    assert saved and all(saved)  # constants there were, and they came back

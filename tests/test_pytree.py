@@ -97,9 +97,24 @@ def test_parameters_named_like_the_flat_inputs_do_not_clash():
     assert "def execution_fn(x, pair, scale, extra):" in code
 
 
-def test_an_artifact_refuses_the_specs_by_name(tmp_path):
-    fn, inputs = CASES["dict-and-tuple"]
-    generated = stitchgen.generate(make_fx(fn)(*inputs))
-    with pytest.raises(stitchgen.ArtifactError, match="constant const_in_spec"):
-        generated.save(tmp_path / "artifact")
-    assert not (tmp_path / "artifact").exists()
+@pytest.mark.parametrize("templates", [None, "vllm"])
+def test_an_artifact_stores_the_specs_and_loads_in_a_fresh_process(traced, tmp_path, templates):
+    import json
+    import subprocess
+    import sys
+
+    gm, inputs = traced
+    generated = stitchgen.generate(gm, templates=templates)
+    path = generated.save(tmp_path / "artifact")
+    forms = json.loads((path / "consts.json").read_text())
+    assert any(f and "treespec_loads(" in f.get("source", "") for f in forms)
+    assert_same(stitchgen.load_artifact(path)(*inputs), gm(*inputs))
+    torch.save(inputs, tmp_path / "inputs.pt")
+    script = (
+        "import torch, stitchgen\n"
+        f"fn = stitchgen.load_artifact({str(path)!r})\n"
+        f"inputs = torch.load({str(tmp_path / 'inputs.pt')!r}, weights_only=True)\n"
+        f"torch.save(fn(*inputs), {str(tmp_path / 'out.pt')!r})\n"
+    )
+    subprocess.run([sys.executable, "-c", script], check=True, timeout=120)
+    assert_same(torch.load(tmp_path / "out.pt", weights_only=True), gm(*inputs))

@@ -1,0 +1,43 @@
+"""Constants a user's own module defines, for artifact tests: an enum, and
+torch's opaque object types (a value type with ``__fx_repr__``, as vLLM
+passes layer names to its ops, and a reference type)."""
+
+import enum
+
+from torch._library.opaque_object import register_opaque_type
+from torch._opaque_base import OpaqueBase
+
+
+class Mode(enum.Enum):
+    PREFILL = 1
+    DECODE = 2
+
+
+class LayerName(OpaqueBase):
+    """A value-type opaque object: a constant, written by ``__fx_repr__``."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def __eq__(self, other: object) -> bool:
+        return type(other) is LayerName and other.name == self.name
+
+    def __hash__(self) -> int:
+        return hash(self.name)
+
+    def __repr__(self) -> str:
+        return f"LayerName({self.name!r})"
+
+    def __fx_repr__(self):
+        return f"LayerName({self.name!r})", {"LayerName": LayerName}
+
+
+class Cache(OpaqueBase):
+    """A reference-type opaque object: state, always a graph input."""
+
+    def __init__(self) -> None:
+        self.items = []
+
+
+register_opaque_type(LayerName, typ="value")
+register_opaque_type(Cache, typ="reference")
