@@ -41,6 +41,7 @@ import importlib
 import io
 import re
 import sys
+import types
 from collections.abc import Iterable, Sequence
 from typing import Any
 
@@ -199,7 +200,10 @@ def _resolve(module: str, path: str) -> Any:
 
 
 def _checked(text: str, names: Iterable[str]) -> ast.Expression:
-    """``text`` parsed, if it is an expression a source form may be."""
+    """``text`` parsed, if it is an expression a source form may be: calls,
+    its names, attributes without dunders, literals and displays, and every
+    ``torch.a.b`` chain reaching torch's own modules, classes or functions
+    (never ``torch.os``)."""
     try:
         tree = ast.parse(text, mode="eval")
     except SyntaxError:
@@ -210,9 +214,26 @@ def _checked(text: str, names: Iterable[str]) -> ast.Expression:
             raise ArtifactError(f"source form {text!r} holds a {type(node).__name__}")
         if isinstance(node, ast.Name) and node.id not in allowed:
             raise ArtifactError(f"source form {text!r} names {node.id!r}, not one of its globals")
-        if isinstance(node, ast.Attribute) and node.attr.startswith("__"):
-            raise ArtifactError(f"source form {text!r} reads {node.attr!r}")
+        if isinstance(node, ast.Attribute):
+            if node.attr.startswith("__"):
+                raise ArtifactError(f"source form {text!r} reads {node.attr!r}")
+            chain = ast.unparse(node)
+            if chain.startswith("torch.") and not _of_torch(chain):
+                raise ArtifactError(f"source form {text!r} reaches {chain}, which is not torch's")
     return tree
+
+
+def _of_torch(chain: str) -> bool:
+    """Does ``torch.a.b`` name a module of torch, or a class or function
+    that torch defines?"""
+    obj: Any = torch
+    try:
+        for atom in chain.split(".")[1:]:
+            obj = getattr(obj, atom)
+    except AttributeError:
+        return True  # nothing there: evaluating it fails, naming it
+    home = obj.__name__ if isinstance(obj, types.ModuleType) else getattr(obj, "__module__", "")
+    return isinstance(home, str) and (home == "torch" or home.startswith("torch."))
 
 
 def _value(form: dict[str, Any]) -> Any:

@@ -146,6 +146,7 @@ def _rewrite_forms(path, forms):
         ({"source": "__import__('os')", "globals": {}, "modules": []}, "names '__import__'"),
         ({"source": "torch.__class__", "globals": {}, "modules": []}, "reads '__class__'"),
         ({"source": "[x for x in ()]", "globals": {}, "modules": []}, "holds a ListComp"),
+        ({"source": "torch.os.getcwd()", "globals": {}, "modules": []}, "getcwd, which is not"),
         ({"pickle": "..."}, "not a constant's form"),
     ],
 )
