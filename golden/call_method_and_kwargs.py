@@ -3,8 +3,10 @@ import torch
 
 
 def bind():
+    torch_mul = torch.mul
+
     def inlined_submod_0(x, scale):
-        mul = torch.mul(x, scale)
+        mul = torch_mul(x, scale)
         del x, scale
         return (mul,)
 

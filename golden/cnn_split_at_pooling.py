@@ -5,6 +5,11 @@ import torch.nn.functional
 
 
 def bind():
+    torch_conv2d = torch.conv2d
+    torch_relu = torch.relu
+    functional_max_pool2d = torch.nn.functional.max_pool2d
+    _nn_linear = torch._C._nn.linear
+
     def inlined_submod_0(
         l_x_,
         s53,
@@ -13,7 +18,7 @@ def bind():
         l_self_modules_c1_parameters_bias_,
     ):
         del s53, s77
-        conv2d = torch.conv2d(
+        conv2d = torch_conv2d(
             l_x_,
             l_self_modules_c1_parameters_weight_,
             l_self_modules_c1_parameters_bias_,
@@ -27,13 +32,13 @@ def bind():
             l_self_modules_c1_parameters_weight_,
             l_self_modules_c1_parameters_bias_,
         )
-        relu = torch.relu(conv2d)
+        relu = torch_relu(conv2d)
         del conv2d
         return (relu,)
 
     def inlined_submod_1(relu, s53, s77):
         del s53, s77
-        max_pool2d = torch.nn.functional.max_pool2d(relu, 2)
+        max_pool2d = functional_max_pool2d(relu, 2)
         del relu
         return (max_pool2d,)
 
@@ -47,7 +52,7 @@ def bind():
         del s53, s77
         flatten = x_1.flatten(1)
         del x_1
-        linear = torch._C._nn.linear(
+        linear = _nn_linear(
             flatten,
             l_self_modules_fc_parameters_weight_,
             l_self_modules_fc_parameters_bias_,

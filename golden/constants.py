@@ -12,8 +12,12 @@ def bind(
     # const_color: enum member constants.<locals>.Color.RED
     # const_device_cpu_1: device(type='cpu')
     # const_tensor_1: Tensor[4] torch.float32 on cpu
+    torch_full = torch.full
+    torch_reshape = torch.reshape
+    torch_add = torch.add
+
     def execution_fn(x):
-        full = torch.full(
+        full = torch_full(
             (2, 2),
             float("inf"),
             dtype=torch.float32,
@@ -22,9 +26,9 @@ def bind(
         )
         contiguous = x.contiguous(memory_format=torch.contiguous_format)
         del x
-        reshape = torch.reshape(contiguous, (2, 2))
+        reshape = torch_reshape(contiguous, (2, 2))
         del contiguous
-        add = torch.add(reshape, const_tensor)
+        add = torch_add(reshape, const_tensor)
         del reshape
         return (
             full,

@@ -3,9 +3,12 @@ import torch
 
 
 def bind():
+    torch_cat = torch.cat
+    torch_stack = torch.stack
+
     def execution_fn(x, y):
-        cat = torch.cat([x, y], dim=0)
-        stack = torch.stack((x, y))
+        cat = torch_cat([x, y], dim=0)
+        stack = torch_stack((x, y))
         del x
         dict_1 = dict(first=cat, nested={"y": [y, stack]})
         del y, cat, stack

@@ -5,6 +5,11 @@ import torch._C._nn
 
 
 def bind():
+    _nn_linear = torch._C._nn.linear
+    stitchgen_demo_attention = torch.ops.stitchgen_demo.attention
+    operator_mul = operator.mul
+    operator_sub = operator.sub
+
     def inlined_submod_0(
         l_x_,
         s77,
@@ -12,7 +17,7 @@ def bind():
         l_self_modules_qkv_parameters_bias_,
     ):
         del s77
-        linear = torch._C._nn.linear(
+        linear = _nn_linear(
             l_x_,
             l_self_modules_qkv_parameters_weight_,
             l_self_modules_qkv_parameters_bias_,
@@ -32,7 +37,7 @@ def bind():
 
     def inlined_submod_1(q, s77, k, v):
         del s77
-        attention = torch.ops.stitchgen_demo.attention(q, k, v)
+        attention = stitchgen_demo_attention(q, k, v)
         del q, k, v
         return (attention,)
 
@@ -42,9 +47,9 @@ def bind():
         l_self_modules_out_parameters_weight_,
         l_self_modules_out_parameters_bias_,
     ):
-        mul = operator.mul(a, s77)
+        mul = operator_mul(a, s77)
         del a
-        linear = torch._C._nn.linear(
+        linear = _nn_linear(
             mul,
             l_self_modules_out_parameters_weight_,
             l_self_modules_out_parameters_bias_,
@@ -56,7 +61,7 @@ def bind():
         )
         relu = linear.relu()
         del linear
-        sub = operator.sub(s77, 1)
+        sub = operator_sub(s77, 1)
         del s77
         getitem = relu[:sub]
         del relu, sub

@@ -8,9 +8,13 @@ def bind(const_linear_weight, const_running_mean, const__tensor_constant0, const
     # const_running_mean: Tensor[3] torch.float32 on cpu
     # const__tensor_constant0: Tensor[3] torch.float32 on cpu
     # const_scale: Tensor[3] torch.float32 on cpu
+    torch_mul = torch.mul
+    _nn_linear = torch._C._nn.linear
+    torch_add = torch.add
+
     def inlined_submod_0(x):
         scale = const_scale
-        mul = torch.mul(x, scale)
+        mul = torch_mul(x, scale)
         del x, scale
         return (mul,)
 
@@ -19,13 +23,13 @@ def bind(const_linear_weight, const_running_mean, const__tensor_constant0, const
         running_mean = const_running_mean
         _tensor_constant0 = const__tensor_constant0
         n_heads = 2
-        linear = torch._C._nn.linear(x, linear_weight, running_mean)
+        linear = _nn_linear(x, linear_weight, running_mean)
         del x, linear_weight, running_mean
         submod_0 = inlined_submod_0(linear)
         del linear
         getitem = submod_0[0]
         del submod_0
-        add = torch.add(getitem, _tensor_constant0, alpha=n_heads)
+        add = torch_add(getitem, _tensor_constant0, alpha=n_heads)
         del _tensor_constant0, n_heads, getitem
         return add
 

@@ -3,8 +3,10 @@ import operator
 
 
 def bind():
+    operator_add = operator.add
+
     def execution_fn(x, n):
-        add = operator.add(n, 1)
+        add = operator_add(n, 1)
         getitem = x[0]
         getitem_1 = x[-1]
         getitem_2 = x[1:]

@@ -4,10 +4,13 @@ import torch.nn.functional
 
 
 def bind():
+    functional_pad = torch.nn.functional.pad
+    aten_mul_Tensor = torch.ops.aten.mul.Tensor
+
     def inlined_submod_0(hidden_states):
-        pad = torch.nn.functional.pad(hidden_states, (0, 2))
+        pad = functional_pad(hidden_states, (0, 2))
         del hidden_states
-        mul_tensor = torch.ops.aten.mul.Tensor(pad, 2.0)
+        mul_tensor = aten_mul_Tensor(pad, 2.0)
         del pad
         getitem = mul_tensor[..., :6]
         del mul_tensor

@@ -4,8 +4,10 @@ import torch
 
 def bind(call_submod_1):
     # call_submod_1: submodule submod_1
+    aten_add_Tensor = torch.ops.aten.add.Tensor
+
     def inlined_submod_0(x):
-        add_tensor = torch.ops.aten.add.Tensor(x, 1)
+        add_tensor = aten_add_Tensor(x, 1)
         del x
         return (add_tensor,)
 

@@ -3,8 +3,10 @@ import torch
 
 
 def bind():
+    torch_neg = torch.neg
+
     def execution_fn(x):
-        neg = torch.neg(x)
+        neg = torch_neg(x)
         return {"a": [x, (neg, None)], "b": 3, "c": {"d": [neg, 1.5, "s"]}, "e": ()}
 
     return execution_fn

@@ -7,14 +7,17 @@ def bind(const_local_add, const__lambda_, const_partial):
     # const_local_add: function non_importable_targets.<locals>.local_add
     # const__lambda_: function non_importable_targets.<locals>.build.<locals>.<lambda>
     # const_partial: functools.partial object
+    operator_add = operator.add
+    math_sqrt = math.sqrt
+
     def execution_fn(x, n):
         local_add = const_local_add(x, 1)
         _lambda_ = const__lambda_(local_add)
         add_partial = const_partial(_lambda_, x)
         del _lambda_
-        add = operator.add(n, 2)
+        add = operator_add(n, 2)
         del n
-        sqrt = math.sqrt(add)
+        sqrt = math_sqrt(add)
         del add
         len_1 = len((x, local_add))
         del x, local_add

@@ -3,9 +3,11 @@ import torch
 
 
 def bind():
+    torch_mul = torch.mul
+
     def inlined_submod_0(x):
         size = x.size()
-        mul = torch.mul(x, 2)
+        mul = torch_mul(x, 2)
         del x
         return (size, mul)
 

@@ -3,14 +3,17 @@ import torch
 
 
 def bind():
+    torch_mul = torch.mul
+    torch_sin = torch.sin
+
     def execution_fn(x, unused_input):
         del unused_input
-        mul = torch.mul(x, 2)
-        sin = torch.sin(x)
+        mul = torch_mul(x, 2)
+        sin = torch_sin(x)
         del x, sin
         add_ = mul.add_(1)
         del add_
-        mul_1 = torch.mul(mul, 10)
+        mul_1 = torch_mul(mul, 10)
         mul_ = mul.mul_(0)
         del mul_
         return (mul, mul_1)

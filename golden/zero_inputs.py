@@ -4,9 +4,12 @@ import torch
 
 def bind(const_device_cpu):
     # const_device_cpu: device(type='cpu')
+    torch_ones = torch.ones
+    torch_cumsum = torch.cumsum
+
     def execution_fn():
-        ones = torch.ones(2, 3, device=const_device_cpu)
-        cumsum = torch.cumsum(ones, dim=1)
+        ones = torch_ones(2, 3, device=const_device_cpu)
+        cumsum = torch_cumsum(ones, dim=1)
         del ones
         return cumsum
 

@@ -141,9 +141,11 @@ class Emitter:
             self.out.append(f"import {dotted_source(module)}\n")
 
     def binder(self) -> None:
-        """``binder_signature``, ``bindings``, ``functions``, ``binder_return``."""
+        """``binder_signature``, ``bindings``, ``targets``, ``functions``,
+        ``binder_return``."""
         self.binder_signature()
         self.bindings()
+        self.targets()
         for fn in self.program.functions:
             self.function(fn, INDENT)
             self.out.append("\n")
@@ -159,6 +161,18 @@ class Emitter:
             self.comment(f"    # {_ident(s.name)}: submodule {comment_source(s.path)}")
         for c in self.program.consts:
             self.comment(f"    # {_ident(c.name)}: {comment_source(c.description)}")
+
+    def targets(self) -> None:
+        """The call targets bound once, in the binder's body (closure cells),
+        then the blank line black puts before the nested functions."""
+        if self.program.targets:
+            self.target_lines(INDENT)
+            self.out.append("\n")
+
+    def target_lines(self, indent: str) -> None:
+        """``name = module.path`` for each call target bound once."""
+        for t in self.program.targets:
+            self.line(f"{indent}{_ident(t.name)} = {self.writer.source(t.ref)}")
 
     def binder_return(self) -> None:
         self.out.append(f"    return {_ident(self.program.name)}\n")
@@ -318,12 +332,22 @@ class VllmEmitter(Emitter):
 
     def binder(self) -> None:
         gap = "\n\n" if self.black else "\n"  # black: two blank lines between top-level defs
+        self.targets()
         for i, fn in enumerate(self.program.functions):
             if i:
                 self.out.append(gap)
             self.function(fn, "")
         if not self.black:
             self.out.append("\n")
+
+    def targets(self) -> None:
+        """The call targets bound once, at module level (globals: vLLM's
+        ``compile_execution_fn`` runs the module as it is)."""
+        if self.program.targets:
+            if self.black and self.out[-1:] == ["\n\n"]:
+                self.out[-1] = "\n"  # black: one blank line from imports to an assignment
+            self.target_lines("")
+            self.out.append("\n\n" if self.black else "\n")
 
     def signature(self, fn: Function, indent: str) -> None:
         params = self.writer.param_items(fn.params)
@@ -376,8 +400,10 @@ def emit(
     <BLANKLINE>
     <BLANKLINE>
     def bind():
+        operator_add = operator.add
+    <BLANKLINE>
         def execution_fn(x):
-            add = operator.add(x, 1)
+            add = operator_add(x, 1)
             del x
             return add
     <BLANKLINE>

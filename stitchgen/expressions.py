@@ -31,6 +31,7 @@ from .ir import (
     Param,
     SliceExpr,
     SubmodRef,
+    TargetRef,
     TupleExpr,
 )
 from .literals import literal_source
@@ -93,6 +94,8 @@ class Writer:
             return self._ref("const", e.name, e.index)
         if isinstance(e, FunctionRef):
             return self._ref("function", e.name, e.index)
+        if isinstance(e, TargetRef):
+            return self._ref("target", e.name, e.index)
         if isinstance(e, GlobalRef):
             if e.module == "builtins":
                 return e.path

@@ -123,6 +123,9 @@ class BlockText:
     def bindings(self) -> Code:
         return self._capture(self._emitter.bindings)
 
+    def targets(self) -> Code:
+        return self._capture(self._emitter.targets)
+
     def binder_return(self) -> Code:
         return self._capture(self._emitter.binder_return)
 

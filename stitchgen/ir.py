@@ -72,6 +72,8 @@ __all__ = [
     "Stmt",
     "SubmodDecl",
     "SubmodRef",
+    "TargetDecl",
+    "TargetRef",
     "TupleExpr",
     "defines",
     "deletes",
@@ -266,7 +268,21 @@ class MethodRef(Node):
         d["method"] = method
 
 
-Callee = SubmodRef | FunctionRef | GlobalRef | ConstRef | MethodRef
+@dataclass(init=False, repr=False, eq=False)
+class TargetRef(Node):
+    """A call target looked up once, when the module is bound:
+    ``Program.targets[index]`` (the naming pass's ``name`` for it)."""
+
+    index: int
+    name: str
+
+    def __init__(self, index: int, name: str) -> None:
+        d = self.__dict__
+        d["index"] = index
+        d["name"] = name
+
+
+Callee = SubmodRef | FunctionRef | GlobalRef | ConstRef | MethodRef | TargetRef
 
 # --------------------------------------------------------------------------
 # statements
@@ -450,6 +466,22 @@ class ConstDecl(Node):
 
 
 @dataclass(init=False, repr=False, eq=False)
+class TargetDecl(Node):
+    """A call target bound once under ``name``: ``name = <ref>`` where the
+    module is bound (the binder's body; module level for a convention
+    without a binder), so a call reads one name instead of following
+    ``torch.ops.aten.mm.default`` every time."""
+
+    name: str
+    ref: GlobalRef
+
+    def __init__(self, name: str, ref: GlobalRef) -> None:
+        d = self.__dict__
+        d["name"] = name
+        d["ref"] = ref
+
+
+@dataclass(init=False, repr=False, eq=False)
 class Program(Node):
     """A module: imports, a binder function whose parameters are the
     submodule and constant bindings, and the functions defined inside it.
@@ -464,6 +496,8 @@ class Program(Node):
     #: extra names no identifier may take (modules a template imports, say)
     reserved: tuple[str, ...] = ()
     const_values: tuple[Any, ...] = field(default=(), compare=False, repr=False)
+    #: call targets bound once (the ``targets`` pass fills it)
+    targets: tuple[TargetDecl, ...] = ()
 
     def __init__(
         self,
@@ -475,6 +509,7 @@ class Program(Node):
         functions: tuple[Function, ...],
         reserved: tuple[str, ...] = (),
         const_values: tuple[Any, ...] = (),
+        targets: tuple[TargetDecl, ...] = (),
     ) -> None:
         d = self.__dict__
         d["name"] = name
@@ -485,6 +520,7 @@ class Program(Node):
         d["functions"] = functions
         d["reserved"] = reserved
         d["const_values"] = const_values
+        d["targets"] = targets
 
     @property
     def entry(self) -> Function:
@@ -515,7 +551,7 @@ for _cls in _CLASSES.values():
 #: this module's classes (the walker copies their fields directly)
 _OWN = frozenset(_CLASSES.values())
 #: the expression classes without expression fields (the walker's leaves)
-_LEAVES = frozenset({Name, Literal, ConstRef, GlobalRef, SubmodRef, FunctionRef})
+_LEAVES = frozenset({Name, Literal, ConstRef, GlobalRef, SubmodRef, FunctionRef, TargetRef})
 
 
 # --------------------------------------------------------------------------
@@ -714,6 +750,7 @@ def verify(program: Program, *, after: str = "", named: bool = True) -> None:
         fail("the entry function must come last and be named as the program")
     module = [program.binder, *(s.name for s in program.submods)]
     module += [c.name for c in program.consts] + [f.name for f in program.functions]
+    module += [t.name for t in program.targets]
     dupes = sorted({n for n in module if module.count(n) > 1})
     if named and dupes:
         fail(f"module-level names {dupes} are not unique")
@@ -775,6 +812,8 @@ def _bad_ref(program: Program, position: int, leaf: Any) -> str | None:
         decls: tuple[Any, ...] = program.submods
     elif kind is ConstRef:
         decls = program.consts
+    elif kind is TargetRef:
+        decls = program.targets
     elif kind is FunctionRef:
         decls = program.functions[:position]  # callees come before their callers
     else:

@@ -98,7 +98,7 @@ def test_every_pass_leaves_the_golden_programs_valid(name, inline):
 
 
 def test_the_pipeline_is_listed_once_in_order():
-    assert [name for name, _, _ in PASSES] == ["flatten", "liveness", "naming"]
+    assert [name for name, _, _ in PASSES] == ["flatten", "targets", "liveness", "naming"]
 
 
 def _fn(*body, params=("x",)):

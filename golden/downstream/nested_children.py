@@ -8,8 +8,10 @@ def make_forward(piece_submod_0_scale, piece_linear, piece_submod_1):
     # piece_submod_0_scale: submodule submod_0.scale
     # piece_linear: submodule linear
     # piece_submod_1: submodule submod_1
+    torch_sin = torch.sin
+
     def inlined_submod_0_inner(x):
-        sin = torch.sin(x)
+        sin = torch_sin(x)
         del x
         return (sin,)
 

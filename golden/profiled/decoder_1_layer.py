@@ -3,56 +3,65 @@ import torch
 
 
 def bind():
+    aten_pow_Tensor_Scalar = torch.ops.aten.pow.Tensor_Scalar
+    aten_mean_dim = torch.ops.aten.mean.dim
+    aten_add__Scalar = torch.ops.aten.add_.Scalar
+    aten_rsqrt_default = torch.ops.aten.rsqrt.default
+    aten_mul_Tensor = torch.ops.aten.mul.Tensor
+    aten_mm_default = torch.ops.aten.mm.default
+    aten_split_Tensor = torch.ops.aten.split.Tensor
+    aten_add_Tensor = torch.ops.aten.add.Tensor
+    stitchgen_demo_attention_default = torch.ops.stitchgen_demo.attention.default
+    aten_silu_default = torch.ops.aten.silu.default
+
     def inlined_submod_0(arg0_1, arg2_1, arg1_1):
-        pow_tensor_scalar = torch.ops.aten.pow.Tensor_Scalar(arg0_1, 2)
-        mean_dim = torch.ops.aten.mean.dim(pow_tensor_scalar, [1], True)
+        pow_tensor_scalar = aten_pow_Tensor_Scalar(arg0_1, 2)
+        mean_dim = aten_mean_dim(pow_tensor_scalar, [1], True)
         del pow_tensor_scalar
-        add__scalar = torch.ops.aten.add_.Scalar(mean_dim, 1.1920928955078125e-07)
+        add__scalar = aten_add__Scalar(mean_dim, 1.1920928955078125e-07)
         del mean_dim
-        rsqrt_default = torch.ops.aten.rsqrt.default(add__scalar)
+        rsqrt_default = aten_rsqrt_default(add__scalar)
         del add__scalar
-        mul_tensor = torch.ops.aten.mul.Tensor(arg0_1, rsqrt_default)
+        mul_tensor = aten_mul_Tensor(arg0_1, rsqrt_default)
         del arg0_1, rsqrt_default
-        mm_default = torch.ops.aten.mm.default(mul_tensor, arg2_1)
+        mm_default = aten_mm_default(mul_tensor, arg2_1)
         del arg2_1, mul_tensor
-        split_tensor = torch.ops.aten.split.Tensor(mm_default, 16, -1)
+        split_tensor = aten_split_Tensor(mm_default, 16, -1)
         del mm_default
         getitem = split_tensor[0]
         getitem_1 = split_tensor[1]
         getitem_2 = split_tensor[2]
         del split_tensor
-        add_tensor = torch.ops.aten.add.Tensor(getitem, arg1_1)
+        add_tensor = aten_add_Tensor(getitem, arg1_1)
         del arg1_1, getitem
         return (add_tensor, getitem_1, getitem_2)
 
     def inlined_submod_1(add, getitem_1, getitem_2):
-        attention_default = torch.ops.stitchgen_demo.attention.default(
-            add, getitem_1, getitem_2
-        )
+        attention_default = stitchgen_demo_attention_default(add, getitem_1, getitem_2)
         del add, getitem_1, getitem_2
         return (attention_default,)
 
     def inlined_submod_2(attention, arg3_1, arg0_1, arg4_1, arg5_1):
-        mm_default = torch.ops.aten.mm.default(attention, arg3_1)
+        mm_default = aten_mm_default(attention, arg3_1)
         del attention, arg3_1
-        add_tensor = torch.ops.aten.add.Tensor(arg0_1, mm_default)
+        add_tensor = aten_add_Tensor(arg0_1, mm_default)
         del arg0_1, mm_default
-        pow_tensor_scalar = torch.ops.aten.pow.Tensor_Scalar(add_tensor, 2)
-        mean_dim = torch.ops.aten.mean.dim(pow_tensor_scalar, [1], True)
+        pow_tensor_scalar = aten_pow_Tensor_Scalar(add_tensor, 2)
+        mean_dim = aten_mean_dim(pow_tensor_scalar, [1], True)
         del pow_tensor_scalar
-        add__scalar = torch.ops.aten.add_.Scalar(mean_dim, 1.1920928955078125e-07)
+        add__scalar = aten_add__Scalar(mean_dim, 1.1920928955078125e-07)
         del mean_dim
-        rsqrt_default = torch.ops.aten.rsqrt.default(add__scalar)
+        rsqrt_default = aten_rsqrt_default(add__scalar)
         del add__scalar
-        mul_tensor = torch.ops.aten.mul.Tensor(add_tensor, rsqrt_default)
+        mul_tensor = aten_mul_Tensor(add_tensor, rsqrt_default)
         del rsqrt_default
-        mm_default_1 = torch.ops.aten.mm.default(mul_tensor, arg4_1)
+        mm_default_1 = aten_mm_default(mul_tensor, arg4_1)
         del arg4_1, mul_tensor
-        silu_default = torch.ops.aten.silu.default(mm_default_1)
+        silu_default = aten_silu_default(mm_default_1)
         del mm_default_1
-        mm_default_2 = torch.ops.aten.mm.default(silu_default, arg5_1)
+        mm_default_2 = aten_mm_default(silu_default, arg5_1)
         del arg5_1, silu_default
-        add_tensor_1 = torch.ops.aten.add.Tensor(add_tensor, mm_default_2)
+        add_tensor_1 = aten_add_Tensor(add_tensor, mm_default_2)
         del add_tensor, mm_default_2
         return (add_tensor_1,)
 

@@ -6,8 +6,10 @@ def bind(call_submod_0_scale, call_linear, call_submod_1):
     # call_submod_0_scale: submodule submod_0.scale
     # call_linear: submodule linear
     # call_submod_1: submodule submod_1
+    torch_sin = torch.sin
+
     def inlined_submod_0_inner(x):
-        sin = torch.sin(x)
+        sin = torch_sin(x)
         del x
         return (sin,)
 

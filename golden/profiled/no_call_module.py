@@ -4,9 +4,12 @@ import torch
 
 
 def bind():
+    operator_add = operator.add
+    torch_relu = torch.relu
+
     def execution_fn(x, y):
-        add = operator.add(y, 1)
-        relu = torch.relu(y)
+        add = operator_add(y, 1)
+        relu = torch_relu(y)
         del y
         return (x, add, relu)
 

@@ -7,8 +7,10 @@ ready to render:
    their callers;
 2. your passes (``generate(..., passes=[...])``), in the order given: each a
    function ``Program -> Program`` on the raw program — FX names, no dels;
-3. ``liveness``: a ``del`` right after each local's last use;
-4. ``naming``: every identifier valid and collision-free.
+3. ``targets``: every call target reached by a qualified name looked up
+   once, where the module is bound (``aten_mm_default = torch.ops.aten.mm.default``);
+4. ``liveness``: a ``del`` right after each local's last use;
+5. ``naming``: every identifier valid and collision-free.
 
 With ``verify=True`` (``STITCHGEN_VERIFY=1``, and always in the test suite)
 :func:`stitchgen.ir.verify` checks the program after every pass and names
@@ -43,6 +45,7 @@ from ..ir import Program, verify
 from .flatten import splice_inlined
 from .liveness import insert_dels
 from .naming import assign_names
+from .targets import bind_targets
 
 __all__ = ["PASSES", "Pass", "run_passes"]
 
@@ -52,6 +55,7 @@ Pass = Callable[[Program], Program]
 #: enables it or None for always); user passes run after ``flatten``
 PASSES: tuple[tuple[str, Pass, str | None], ...] = (
     ("flatten", splice_inlined, "flatten"),
+    ("targets", bind_targets, None),
     ("liveness", insert_dels, None),
     ("naming", assign_names, None),
 )

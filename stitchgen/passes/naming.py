@@ -3,8 +3,8 @@
 A :class:`Namespace` owns the names of one scope. The module scope reserves
 Python keywords, builtins, the reserved globals ``inf``/``nan``, and the
 top-level names of imported modules; then it names the entry function (the
-user's name, kept exactly), the binder, the bindings (submodules, constants)
-and the inlined functions. Each function's locals are named in a copy of that
+user's name, kept exactly), the binder, the bindings (submodules, constants,
+call targets) and the inlined functions. Each function's locals are named in a copy of that
 scope, so no local can shadow ``torch``, a builtin, a binding or a helper.
 A name that is taken gets ``_1``, ``_2``, … appended; a name that is not an
 ASCII identifier is sanitized first. Parameters keep their keyword when they
@@ -31,6 +31,8 @@ from ..ir import (
     Stmt,
     SubmodDecl,
     SubmodRef,
+    TargetDecl,
+    TargetRef,
     defines,
     map_expr,
     map_stmt,
@@ -111,6 +113,7 @@ def assign_names(program: Program) -> Program:
     binder = scope.create(program.binder)
     submods = tuple(dataclasses.replace(s, name=scope.create(s.name)) for s in program.submods)
     consts = tuple(ConstDecl(scope.create(c.name), c.description) for c in program.consts)
+    targets = tuple(TargetDecl(scope.create(t.name), t.ref) for t in program.targets)
     *inlined, entry = program.functions
     fn_names = {fn.name: scope.create(fn.name) for fn in inlined}
     # parameters first: calls to an inlined function need its new keyword names
@@ -127,12 +130,13 @@ def assign_names(program: Program) -> Program:
         keywords[fn_names.get(fn.name, fn.name)] = {
             p.keyword: new.name for p, new in zip(fn.params, params, strict=True) if p.keyword
         }
-    renamer = _Renamer(submods, consts, fn_names, keywords)
+    renamer = _Renamer(submods, consts, targets, fn_names, keywords)
     # the common case: FX names are already valid and free; then a function
     # whose locals keep their names is reused as it is, not rebuilt
     globals_kept = (
         all(a.name == b.name for a, b in zip(program.submods, submods, strict=True))
         and all(a.name == b.name for a, b in zip(program.consts, consts, strict=True))
+        and all(a.name == b.name for a, b in zip(program.targets, targets, strict=True))
         and all(k == v for k, v in fn_names.items())
         and all(k == v for m in keywords.values() for k, v in m.items())
     )
@@ -160,6 +164,7 @@ def assign_names(program: Program) -> Program:
         submods=submods,
         consts=consts,
         functions=tuple(functions),
+        targets=targets,
     )
 
 
@@ -168,11 +173,13 @@ class _Renamer:
         self,
         submods: tuple[SubmodDecl, ...],
         consts: tuple[ConstDecl, ...],
+        targets: tuple[TargetDecl, ...],
         fn_names: dict[str, str],
         keywords: dict[str, dict[str, str]],
     ) -> None:
         self.submods = submods
         self.consts = consts
+        self.targets = targets
         self.fn_names = fn_names
         self.keywords = keywords
         self.locals: dict[str, str] = {}
@@ -187,6 +194,8 @@ class _Renamer:
             return ConstRef(e.index, self.consts[e.index].name)
         if isinstance(e, SubmodRef):
             return SubmodRef(e.index, self.submods[e.index].name)
+        if isinstance(e, TargetRef):
+            return TargetRef(e.index, self.targets[e.index].name)
         if isinstance(e, FunctionRef):
             return FunctionRef(e.index, self.fn_names[e.name])
         return e  # Literal, GlobalRef
