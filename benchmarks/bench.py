@@ -11,8 +11,9 @@ On split decoders (``stitchgen.demo.split_decoder``) of each size:
   (straight-line statements, pieces in closure cells, written here from the
   graph independently of stitchgen);
 * inlined: per-call time with the GraphModule pieces running real aten ops —
-  stitchgen (pieces inlined) vs ``GraphModule.__call__``, and
-  ``inline="flatten"`` (pieces spliced into the caller) vs stitchgen;
+  stitchgen (pieces inlined) vs ``GraphModule.__call__``,
+  ``inline="flatten"`` (pieces spliced into the caller) vs stitchgen, and
+  ``templates="profiled"`` with no profiler running vs stitchgen;
 * cold: generate + compile time by stage (lower, render without and with
   black's layout, load), uncached, in this process, and black itself on the
   source (what user templates pay);
@@ -152,15 +153,22 @@ def bench_inlined(layers: int, rounds: int, device: str = "cpu") -> dict[str, fl
     gm, inputs = split_decoder(layers, device=device)
     ours = stitchgen.compile(gm)
     flat = stitchgen.compile(gm, inline="flatten")
+    profiled = stitchgen.compile(gm, templates="profiled")  # timed with no profiler on
     assert torch.equal(ours(*inputs), gm(*inputs))
     assert torch.equal(flat(*inputs), gm(*inputs))
+    assert torch.equal(profiled(*inputs), gm(*inputs))
     sync = torch.cuda.synchronize if device.startswith("cuda") else (lambda: None)
 
     def timed(fn: Callable[..., Any]) -> Callable[[], Any]:
         return lambda: (fn(*inputs), sync())
 
     return interleaved(
-        {"ours": timed(ours), "flatten": timed(flat), "graphmodule": timed(gm)},
+        {
+            "ours": timed(ours),
+            "flatten": timed(flat),
+            "profiled": timed(profiled),
+            "graphmodule": timed(gm),
+        },
         number=max(2, 400 // layers),
         rounds=rounds,
     )
@@ -396,12 +404,13 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     rounds = 3 if args.quick else args.rounds
     if args.device != "cpu":
-        print("layers  device  ours us  graphmodule us  gm/ours  flatten/ours")
+        print("layers  device  ours us  graphmodule us  gm/ours  flatten/ours  profiled/ours")
         for layers in args.layers:
             t = bench_inlined(layers, rounds, args.device)
             print(
                 f"{layers}  {args.device}  {t['ours'] * 1e6:.1f}  {t['graphmodule'] * 1e6:.1f}  "
-                f"{t['graphmodule'] / t['ours']:.2f}x  {t['flatten'] / t['ours']:.3f}"
+                f"{t['graphmodule'] / t['ours']:.2f}x  {t['flatten'] / t['ours']:.3f}  "
+                f"{t['profiled'] / t['ours']:.3f}"
             )
         return
     rows = []
@@ -419,8 +428,9 @@ def main(argv: list[str] | None = None) -> None:
 
     header = [
         "layers", "opaque us", "ours/ideal", "gm/ours", "interp/ours",
-        "inlined gm/ours", "flatten/ours", "lower ms", "render ms", "render+black ms",
-        "load ms", "compile ms", "black itself ms", "peak MB ours/boxed/no-dels",
+        "inlined gm/ours", "flatten/ours", "profiled/ours", "lower ms", "render ms",
+        "render+black ms", "load ms", "compile ms", "black itself ms",
+        "peak MB ours/boxed/no-dels",
     ]  # fmt: skip
     print(line(header))
     if args.markdown:
@@ -436,6 +446,7 @@ def main(argv: list[str] | None = None) -> None:
                     f"{o['interpreter'] / o['ours']:.0f}x",
                     f"{i['graphmodule'] / i['ours']:.2f}x",
                     f"{i['flatten'] / i['ours']:.3f}",
+                    f"{i['profiled'] / i['ours']:.3f}",
                     f"{c['lower'] * 1e3:.1f}",
                     f"{c['render'] * 1e3:.1f}",
                     f"{c['render_black'] * 1e3:.1f}",

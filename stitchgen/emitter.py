@@ -239,6 +239,11 @@ class Emitter:
         """What the ``call`` block writes before ``call_expr``: ``target = ``."""
         return f"{indent}{_ident(stmt.target)} = "
 
+    def call_else(self, stmt: Any, indent: str) -> str:
+        """A second branch of the call, before its ``call_expr`` (the
+        ``profiled`` variant's plain branch; none here)."""
+        return ""
+
     def call_expr(self, stmt: Any) -> str:
         """The ``call_expr`` block: ``callee(arguments)``."""
         callee, items = self.call_parts(stmt)
@@ -291,8 +296,10 @@ Emitter._dispatch = _dispatch_table(Emitter)
 
 
 class ProfiledEmitter(Emitter):
-    """The ``profiled`` variant: every piece call inside
-    ``torch.profiler.record_function("<node>")``; ``torch`` imported."""
+    """The ``profiled`` variant: a function that calls pieces checks once
+    per call whether a profiler is on (``profiling``); then each piece call
+    runs inside ``torch.profiler.record_function("<node>")``, or plainly —
+    nothing but a branch when no profiler runs. ``torch`` imported."""
 
     variant = "profiled"
 
@@ -301,17 +308,40 @@ class ProfiledEmitter(Emitter):
         if "torch" not in self.program.imports:
             self.out.append("import torch\n")
 
+    def signature(self, fn: Function, indent: str) -> None:
+        """The ``def`` line, then — in a function that calls a piece — the
+        one check per call of whether a profiler is on."""
+        super().signature(fn, indent)
+        if any(getattr(stmt, "is_piece", False) for stmt in fn.body):
+            self.line(f"{indent}{INDENT}profiling = torch.autograd._profiler_enabled()")
+
     def call(self, stmt: Any, indent: str) -> None:
-        if not stmt.is_piece or not self.black:
+        if not stmt.is_piece:
             super().call(stmt, indent)
-            return
-        self.line(self.profiled(stmt, indent))
-        super().call(stmt, indent + INDENT)
+        elif not self.black:
+            expr = self.call_expr(stmt)
+            self.out.append(f"{self.call_head(stmt, indent)}{expr}\n")
+            self.out.append(f"{self.call_else(stmt, indent)}{expr}\n")
+        else:
+            self.line(f"{indent}if profiling:")
+            self.line(self.profiled(stmt, indent + INDENT))
+            super().call(stmt, indent + 2 * INDENT)
+            self.line(f"{indent}else:")
+            super().call(stmt, indent + INDENT)
 
     def call_head(self, stmt: Any, indent: str) -> str:
+        """A piece call: the profiled branch, up to its call expression."""
         if not stmt.is_piece:
             return super().call_head(stmt, indent)
-        return f"{self.profiled(stmt, indent)}\n{super().call_head(stmt, indent + INDENT)}"
+        ranged = self.profiled(stmt, indent + INDENT)
+        return f"{indent}if profiling:\n{ranged}\n{super().call_head(stmt, indent + 2 * INDENT)}"
+
+    def call_else(self, stmt: Any, indent: str) -> str:
+        """A piece call: the plain branch (no profiler on), up to its call
+        expression."""
+        if not stmt.is_piece:
+            return ""
+        return f"{indent}else:\n{super().call_head(stmt, indent + INDENT)}"
 
     def profiled(self, stmt: Any, indent: str) -> str:
         """The line that opens a piece call's profiler range."""

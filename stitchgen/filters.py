@@ -136,6 +136,9 @@ class BlockText:
     def call_head(self, stmt: Any) -> Code:
         return Code(self._emitter.call_head(_ir(stmt, "call_head"), INDENT))
 
+    def call_else(self, stmt: Any) -> Code:
+        return Code(self._emitter.call_else(_ir(stmt, "call_else"), INDENT))
+
     def call_expr(self, stmt: Any) -> Code:
         return Code(self._emitter.call_expr(_ir(stmt, "call_expr")))
 

@@ -71,6 +71,8 @@ def templates_dir() -> Path:
 #: the shipped template sets (``templates/variants/<name>/``), each with the
 #: calling convention its code uses (:mod:`stitchgen.conventions`)
 VARIANTS: Mapping[str, Convention] = MappingProxyType({"profiled": CLOSURE, "vllm": VLLM})
+#: the locals a variant's code defines itself (no identifier may take them)
+VARIANT_LOCALS: Mapping[str, tuple[str, ...]] = MappingProxyType({"profiled": ("profiling",)})
 
 
 class _Key:
@@ -143,7 +145,7 @@ class Templates:
         self.globals = MappingProxyType(dict(globals or {}))
         name_formats(names)  # refuses unknown keys now, not at the first generate
         self.names = MappingProxyType(dict(names or {}))
-        self.reserve = tuple(reserve)
+        self.reserve = tuple(dict.fromkeys([*reserve, *VARIANT_LOCALS.get(variant or "", ())]))
         self._env: jinja2.Environment | None = None
         self._writer: Writer | None = None
         self._lock = threading.Lock()

@@ -43,10 +43,36 @@ def test_profiled_variant_records_a_range_per_piece():
     assert {"submod_0", "submod_1", "submod_2"} <= names
 
 
+def test_profiled_variant_enters_no_range_when_no_profiler_runs(monkeypatch):
+    case = CASES["decoder_1_layer"]("cpu")
+    fn = stitchgen.compile(case.gm, templates="profiled")
+
+    def no_range(name):
+        raise AssertionError(f"a range for {name} was entered with no profiler on")
+
+    monkeypatch.setattr(torch.profiler, "record_function", no_range)
+    assert_same(fn(*case.inputs), case.expected())  # the plain branch, every piece
+    with pytest.raises(AssertionError, match="a range for submod_0"):
+        with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]):
+            fn(*case.inputs)
+
+
+def test_a_node_named_like_the_profiled_check_is_renamed():
+    gm = CASES["decoder_1_layer"]("cpu").gm
+    for node in gm.graph.nodes:
+        if node.op == "call_function":  # a getitem of the entry
+            node.name = "profiling"
+            break
+    code = stitchgen.generate(gm, templates="profiled").code
+    assert "profiling = torch.autograd._profiler_enabled()" in code
+    assert "profiling_1 = submod_0[0]" in code
+
+
 def test_profiled_variant_costs_nothing_unless_selected():
     gm = CASES["decoder_1_layer"]("cpu").gm
     assert "record_function" not in stitchgen.generate(gm).code
     assert stitchgen.generate(gm, templates="profiled").code.count("record_function") == 3
+    assert "_profiler_enabled" not in stitchgen.generate(gm).code
 
 
 def _vllm_style_load(code, submod_callables, submod_names, consts=None):

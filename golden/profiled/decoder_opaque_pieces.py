@@ -11,19 +11,31 @@ def bind(call_submod_0, call_submod_1, call_submod_2, call_submod_3, call_submod
     def execution_fn(
         arg0_1, arg1_1, arg2_1, arg3_1, arg4_1, arg5_1, arg6_1, arg7_1, arg8_1, arg9_1
     ):
-        with torch.profiler.record_function("submod_0"):
+        profiling = torch.autograd._profiler_enabled()
+        if profiling:
+            with torch.profiler.record_function("submod_0"):
+                submod_0 = call_submod_0(arg0_1, arg2_1, arg1_1)
+        else:
             submod_0 = call_submod_0(arg0_1, arg2_1, arg1_1)
         del arg2_1
         getitem = submod_0[0]
         getitem_1 = submod_0[1]
         getitem_2 = submod_0[2]
         del submod_0
-        with torch.profiler.record_function("submod_1"):
+        if profiling:
+            with torch.profiler.record_function("submod_1"):
+                submod_1 = call_submod_1(getitem, getitem_1, getitem_2)
+        else:
             submod_1 = call_submod_1(getitem, getitem_1, getitem_2)
         del getitem, getitem_1, getitem_2
         getitem_3 = submod_1[0]
         del submod_1
-        with torch.profiler.record_function("submod_2"):
+        if profiling:
+            with torch.profiler.record_function("submod_2"):
+                submod_2 = call_submod_2(
+                    getitem_3, arg3_1, arg0_1, arg4_1, arg5_1, arg6_1, arg1_1
+                )
+        else:
             submod_2 = call_submod_2(
                 getitem_3, arg3_1, arg0_1, arg4_1, arg5_1, arg6_1, arg1_1
             )
@@ -33,12 +45,18 @@ def bind(call_submod_0, call_submod_1, call_submod_2, call_submod_3, call_submod
         getitem_6 = submod_2[2]
         getitem_7 = submod_2[3]
         del submod_2
-        with torch.profiler.record_function("submod_3"):
+        if profiling:
+            with torch.profiler.record_function("submod_3"):
+                submod_3 = call_submod_3(getitem_4, getitem_5, getitem_6)
+        else:
             submod_3 = call_submod_3(getitem_4, getitem_5, getitem_6)
         del getitem_4, getitem_5, getitem_6
         getitem_8 = submod_3[0]
         del submod_3
-        with torch.profiler.record_function("submod_4"):
+        if profiling:
+            with torch.profiler.record_function("submod_4"):
+                submod_4 = call_submod_4(getitem_8, arg7_1, getitem_7, arg8_1, arg9_1)
+        else:
             submod_4 = call_submod_4(getitem_8, arg7_1, getitem_7, arg8_1, arg9_1)
         del arg7_1, arg8_1, arg9_1, getitem_7, getitem_8
         getitem_9 = submod_4[0]

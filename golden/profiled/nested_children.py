@@ -14,31 +14,51 @@ def bind(call_submod_0_scale, call_linear, call_submod_1):
         return (sin,)
 
     def inlined_submod_0(x):
-        with torch.profiler.record_function("inner"):
+        profiling = torch.autograd._profiler_enabled()
+        if profiling:
+            with torch.profiler.record_function("inner"):
+                inner = inlined_submod_0_inner(x)
+        else:
             inner = inlined_submod_0_inner(x)
         del x
         getitem = inner[0]
         del inner
-        with torch.profiler.record_function("scale"):
+        if profiling:
+            with torch.profiler.record_function("scale"):
+                scale = call_submod_0_scale(getitem)
+        else:
             scale = call_submod_0_scale(getitem)
         del getitem
         return (scale,)
 
     def execution_fn(x):
-        with torch.profiler.record_function("submod_0"):
+        profiling = torch.autograd._profiler_enabled()
+        if profiling:
+            with torch.profiler.record_function("submod_0"):
+                submod_0 = inlined_submod_0(x)
+        else:
             submod_0 = inlined_submod_0(x)
         del x
         getitem = submod_0[0]
         del submod_0
-        with torch.profiler.record_function("linear"):
+        if profiling:
+            with torch.profiler.record_function("linear"):
+                linear = call_linear(getitem)
+        else:
             linear = call_linear(getitem)
         del getitem
-        with torch.profiler.record_function("submod_1"):
+        if profiling:
+            with torch.profiler.record_function("submod_1"):
+                submod_1 = call_submod_1(linear)
+        else:
             submod_1 = call_submod_1(linear)
         del linear
         getitem_1 = submod_1[0]
         del submod_1
-        with torch.profiler.record_function("submod_2"):
+        if profiling:
+            with torch.profiler.record_function("submod_2"):
+                submod_2 = inlined_submod_0(getitem_1)
+        else:
             submod_2 = inlined_submod_0(getitem_1)
         del getitem_1
         getitem_2 = submod_2[0]
