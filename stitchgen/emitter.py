@@ -56,6 +56,12 @@ _OPENING = {TupleExpr: ("(", ")"), ListExpr: ("[", "]"), DictExpr: ("{", "}")}
 INDENT = "    "
 
 
+def _where(stmt: Any) -> str:
+    """A statement's source location as a trailing comment, or ``""``."""
+    where = getattr(stmt, "where", "")
+    return f"  # {comment_source(where)}" if where else ""
+
+
 def _ident(name: str) -> str:
     """What the environment's ``finalize`` lets through unfiltered."""
     if not (name.isascii() and name.isidentifier()):
@@ -225,15 +231,21 @@ class Emitter:
 
     def call(self, stmt: Any, indent: str) -> None:
         """``target = callee(arguments)`` (the ``call`` block)."""
+        tail = self.call_tail(stmt)
         if not self.black:
-            self.out.append(f"{self.call_head(stmt, indent)}{self.call_expr(stmt)}\n")
+            self.out.append(f"{self.call_head(stmt, indent)}{self.call_expr(stmt)}{tail}\n")
             return
         callee, items = self.call_parts(stmt)
         head = f"{_ident(stmt.target)} = {callee}"
-        if "(" in callee or "[" in callee:
-            self.line(f"{indent}{head}({', '.join(items)})")
+        if "(" in callee or "[" in callee or tail:
+            self.line(f"{indent}{head}({', '.join(items)}){tail}")
         else:
             self.out.append(bracketed(indent, head, "(", items, ")"))
+
+    def call_tail(self, stmt: Any) -> str:
+        """What the ``call`` block writes after ``call_expr``: the source
+        location comment (``source_lines``), or nothing."""
+        return _where(stmt)
 
     def call_head(self, stmt: Any, indent: str) -> str:
         """What the ``call`` block writes before ``call_expr``: ``target = ``."""
@@ -256,7 +268,7 @@ class Emitter:
     def getitem(self, stmt: Any, indent: str) -> None:
         w = self.writer
         obj, index = w.atom_source(stmt.obj), w.subscript_source(stmt.index)
-        self.line(f"{indent}{_ident(stmt.target)} = {obj}[{index}]")
+        self.line(f"{indent}{_ident(stmt.target)} = {obj}[{index}]{_where(stmt)}")
 
     def assign(self, stmt: Any, indent: str) -> None:
         self.value(indent, f"{_ident(stmt.target)} = ", stmt.value)
@@ -319,9 +331,9 @@ class ProfiledEmitter(Emitter):
         if not stmt.is_piece:
             super().call(stmt, indent)
         elif not self.black:
-            expr = self.call_expr(stmt)
-            self.out.append(f"{self.call_head(stmt, indent)}{expr}\n")
-            self.out.append(f"{self.call_else(stmt, indent)}{expr}\n")
+            expr, tail = self.call_expr(stmt), self.call_tail(stmt)
+            self.out.append(f"{self.call_head(stmt, indent)}{expr}{tail}\n")
+            self.out.append(f"{self.call_else(stmt, indent)}{expr}{tail}\n")
         else:
             self.line(f"{indent}if profiling:")
             self.line(self.profiled(stmt, indent + INDENT))

@@ -139,6 +139,9 @@ class BlockText:
     def call_else(self, stmt: Any) -> Code:
         return Code(self._emitter.call_else(_ir(stmt, "call_else"), INDENT))
 
+    def call_tail(self, stmt: Any) -> Code:
+        return Code(self._emitter.call_tail(_ir(stmt, "call_tail")))
+
     def call_expr(self, stmt: Any) -> Code:
         return Code(self._emitter.call_expr(_ir(stmt, "call_expr")))
 

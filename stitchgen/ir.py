@@ -304,13 +304,16 @@ class Assign(Node):
 
 @dataclass(init=False, repr=False, eq=False)
 class Call(Node):
-    """``target = callee(*args, **kwargs)``; ``node`` is the FX node's name."""
+    """``target = callee(*args, **kwargs)``; ``node`` is the FX node's name;
+    ``where`` the user's source line it came from (``model.py:42 in
+    forward``; with ``source_lines=True``), written as a trailing comment."""
 
     target: str = field(metadata=_TARGET)
     callee: Callee = field(metadata=_EXPR)
     args: tuple[Expr, ...] = field(default=(), metadata=_EXPRS)
     kwargs: tuple[tuple[str, Expr], ...] = field(default=(), metadata=_KWARGS)
     node: str = ""
+    where: str = ""
     template: ClassVar[str] = "call"
 
     def __init__(
@@ -320,6 +323,7 @@ class Call(Node):
         args: tuple[Expr, ...] = (),
         kwargs: tuple[tuple[str, Expr], ...] = (),
         node: str = "",
+        where: str = "",
     ) -> None:
         d = self.__dict__
         d["target"] = target
@@ -327,6 +331,7 @@ class Call(Node):
         d["args"] = args
         d["kwargs"] = kwargs
         d["node"] = node
+        d["where"] = where
 
     @property
     def inlined(self) -> str | None:
@@ -341,18 +346,20 @@ class Call(Node):
 
 @dataclass(init=False, repr=False, eq=False)
 class GetItem(Node):
-    """``target = obj[index]``"""
+    """``target = obj[index]``; ``where`` as for :class:`Call`."""
 
     target: str = field(metadata=_TARGET)
     obj: Expr = field(metadata=_EXPR)
     index: Expr = field(metadata=_EXPR)
+    where: str = ""
     template: ClassVar[str] = "getitem"
 
-    def __init__(self, target: str, obj: Expr, index: Expr) -> None:
+    def __init__(self, target: str, obj: Expr, index: Expr, where: str = "") -> None:
         d = self.__dict__
         d["target"] = target
         d["obj"] = obj
         d["index"] = index
+        d["where"] = where
 
 
 @dataclass(init=False, repr=False, eq=False)

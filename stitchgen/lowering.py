@@ -16,6 +16,8 @@ import dataclasses
 import enum
 import keyword
 import operator
+import os
+import re
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
@@ -65,6 +67,7 @@ __all__ = [
     "fingerprint",
     "is_inlinable",
     "pytree_info",
+    "source_location",
 ]
 
 _Node = fx.Node
@@ -101,6 +104,7 @@ def build_program(
     boxed: bool = False,
     convention: Convention = CLOSURE,
     const_pool: ConstPool | None = None,
+    source_lines: bool = False,
 ) -> Program:
     """The raw program for ``gm``'s graph, whose entry function is ``name``:
     FX names, no dels — what the passes (:mod:`stitchgen.passes`) take.
@@ -115,7 +119,9 @@ def build_program(
     Inductor's ``call(args)``). ``convention``
     (:mod:`stitchgen.conventions`) brings its helper names (reserved), its
     name formats and its constant policy; ``const_pool`` continues the
-    numbering of constants shared with earlier code.
+    numbering of constants shared with earlier code. ``source_lines`` gives
+    each call and getitem the user's source location of its node
+    (:func:`source_location`), which the code writes as a trailing comment.
 
     >>> import torch, torch.fx as fx
     >>> gm = fx.symbolic_trace(lambda x: torch.relu(x) + 1)
@@ -131,7 +137,7 @@ def build_program(
     if not isinstance(name, str) or not name.isidentifier() or keyword.iskeyword(name):
         raise ValueError(f"function name must be a Python identifier, got {name!r}")
     formats = name_formats({**convention.names, **(names or {})})
-    lowerer = _Lowerer(frozenset(opaque), formats, convention)
+    lowerer = _Lowerer(frozenset(opaque), formats, convention, source_lines)
     if const_pool is not None:
         lowerer.pool(const_pool)
     entry = lowerer.function(gm, prefix="", name=name)
@@ -162,6 +168,23 @@ def build_program(
         reserved=tuple(sorted({*reserve, *convention.helpers})),
         const_values=tuple(lowerer.const_values),
     )
+
+
+_FRAME = re.compile(r'File "([^"\n]+)", line (\d+), in ([^\n]+)')
+
+
+def source_location(node: fx.Node) -> str:
+    """Where the user's code made ``node``: ``"model.py:42 in forward"`` (the
+    innermost frame of its recorded ``stack_trace``: file basename, line,
+    function), ``""`` when none was recorded."""
+    trace = node.meta.get("stack_trace")
+    if not isinstance(trace, str):
+        return ""
+    frames = _FRAME.findall(trace)
+    if not frames:
+        return ""
+    path, line, function = frames[-1]
+    return f"{os.path.basename(path)}:{line} in {function.strip()}"
 
 
 def fetch_attr(owner: torch.nn.Module, target: str) -> Any:
@@ -199,9 +222,14 @@ def is_inlinable(child: Any) -> bool:
 
 class _Lowerer:
     def __init__(
-        self, opaque: frozenset[str], formats: Mapping[str, str], convention: Convention = CLOSURE
+        self,
+        opaque: frozenset[str],
+        formats: Mapping[str, str],
+        convention: Convention = CLOSURE,
+        source_lines: bool = False,
     ) -> None:
         self.opaque = opaque
+        self.source_lines = source_lines
         self.formats = formats
         self.lift_arguments = convention.lift_arguments
         self.lists_inlined = convention.lists_inlined
@@ -377,27 +405,31 @@ class _Lowerer:
                 callee = self.submod(path)
             else:
                 raise CodegenError(f"call_module target {target!r} is not callable", node)
-        return Call(node.name, callee, args, kwargs, node=node.name)
+        return Call(node.name, callee, args, kwargs, node.name, self.where(node))
 
     def call_function(self, node: fx.Node, env: dict[fx.Node, Expr]) -> Stmt:
         target = node.target
         if target is operator.getitem and len(node.args) == 2 and not node.kwargs:
             obj = self.arg(node.args[0], node, env)
-            return GetItem(node.name, obj, self.arg(node.args[1], node, env))
+            return GetItem(node.name, obj, self.arg(node.args[1], node, env), self.where(node))
         if not callable(target):
             raise CodegenError("call_function target is not callable", node)
         callee = self.callable(target)
         kwargs = self.kwargs(node, env) if node.kwargs else ()
-        return Call(node.name, callee, self.args(node, env), kwargs, node.name)
+        return Call(node.name, callee, self.args(node, env), kwargs, node.name, self.where(node))
 
     def call_method(self, node: fx.Node, env: dict[fx.Node, Expr]) -> Call:
         if not isinstance(node.target, str) or not node.args:
             raise CodegenError("call_method needs a method name and a receiver", node)
         receiver = self.arg(node.args[0], node, env)
         args = tuple(self.arg(a, node, env) for a in node.args[1:])
-        return Call(
-            node.name, MethodRef(receiver, node.target), args, self.kwargs(node, env), node.name
-        )
+        method = MethodRef(receiver, node.target)
+        kwargs = self.kwargs(node, env)
+        return Call(node.name, method, args, kwargs, node.name, self.where(node))
+
+    def where(self, node: fx.Node) -> str:
+        """``node``'s source location (with ``source_lines``), else ``""``."""
+        return source_location(node) if self.source_lines else ""
 
     def args(self, node: fx.Node, env: dict[fx.Node, Expr]) -> tuple[Expr, ...]:
         """``node``'s positional arguments (graph values looked up directly)."""
@@ -424,7 +456,9 @@ class _Lowerer:
 
     def inline(self, child: fx.GraphModule, path: str, node: fx.Node) -> FunctionRef:
         if path not in self.inlined_index:
-            key = fingerprint(child, by_identity=self.lift_arguments)
+            key = fingerprint(
+                child, by_identity=self.lift_arguments, source_lines=self.source_lines
+            )
             twin = self.twins.get(key) if key is not None else None
             if twin is not None:  # the same graph as a piece already lowered: share it
                 self.inlined_index[path] = self.inlined_index[twin]
@@ -623,7 +657,9 @@ def _describe(value: Any) -> str:
     return f"{type(value).__module__}.{type(value).__qualname__} object"
 
 
-def fingerprint(gm: fx.GraphModule, *, by_identity: bool = False) -> tuple[Any, ...] | None:
+def fingerprint(
+    gm: fx.GraphModule, *, by_identity: bool = False, source_lines: bool = False
+) -> tuple[Any, ...] | None:
     """A key equal for two graphs that lower to the same function up to the
     names of their parameters: the same ops on the same targets (by
     identity), the same constants (primitives by type and spelling, other
@@ -633,7 +669,8 @@ def fingerprint(gm: fx.GraphModule, *, by_identity: bool = False) -> tuple[Any, 
     layer count. None for a graph that calls modules (its children are
     resolved by their paths, which differ). ``by_identity`` keys every
     object but vLLM's inline types by identity (the vllm convention lifts
-    them, one constant per object)."""
+    them, one constant per object). With ``source_lines`` the nodes' source
+    locations count too (a shared function shows one piece's lines)."""
     key = _identity_key if by_identity else _value_key
     index: dict[fx.Node, int] = {}
     parts: list[Any] = []
@@ -656,6 +693,8 @@ def fingerprint(gm: fx.GraphModule, *, by_identity: bool = False) -> tuple[Any, 
                 [index.get(a, -1) if type(a) is _Node else key(a, index) for a in node.args]
             )
             part = (op, callee, args, key(node.kwargs, index) if node.kwargs else ())
+            if source_lines:
+                part = (*part, source_location(node))
         index[node] = len(index)
         parts.append(part)
     return tuple(parts)

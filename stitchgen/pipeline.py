@@ -37,12 +37,13 @@ def lower(
     convention: Convention = CLOSURE,
     const_pool: ConstPool | None = None,
     passes: Sequence[Pass] = (),
+    source_lines: bool | None = None,
 ) -> Program:
     """``gm`` as a program ready to render: the raw program
     (:func:`stitchgen.lowering.build_program`, which documents the options)
     through the passes (:mod:`stitchgen.passes`: ``flatten`` with
-    ``inline="flatten"``, then ``passes`` — yours, in order — then liveness
-    and naming).
+    ``inline="flatten"``, then ``passes`` — yours, in order — then targets,
+    liveness and naming). ``source_lines``: see :func:`generate`.
 
     >>> import torch, torch.fx as fx, stitchgen
     >>> program = stitchgen.lower(fx.symbolic_trace(lambda x: torch.relu(x) + 1))
@@ -60,8 +61,17 @@ def lower(
         boxed=boxed,
         convention=convention,
         const_pool=const_pool,
+        source_lines=_source_lines(source_lines),
     )
     return run_passes(program, inline=inline, extra=passes)
+
+
+#: ``STITCHGEN_SOURCE_LINES=1``: source lines on wherever the option is not given
+SOURCE_LINES_ENV = "STITCHGEN_SOURCE_LINES"
+
+
+def _source_lines(option: bool | None) -> bool:
+    return os.environ.get(SOURCE_LINES_ENV) == "1" if option is None else bool(option)
 
 
 def generate(
@@ -77,6 +87,7 @@ def generate(
     const_pool: ConstPool | None = None,
     passes: Sequence[Pass] = (),
     dump_dir: str | os.PathLike[str] | None = None,
+    source_lines: bool | None = None,
 ) -> Generated:
     """Lower and render ``gm``. ``templates`` is a :class:`stitchgen.Templates`
     or a shipped variant's name (``"profiled"``, ``"vllm"``); ``opaque`` names
@@ -88,7 +99,12 @@ def generate(
     :class:`stitchgen.lowering.ConstPool`; ``stitchgen.compat`` uses it);
     ``passes`` are yours, run on the raw program (see :mod:`stitchgen.passes`);
     ``dump_dir`` (default: ``$STITCHGEN_DUMP_DIR``) receives a copy of the
-    code for debugging (see :mod:`stitchgen.dump`).
+    code for debugging (see :mod:`stitchgen.dump`); ``source_lines=True``
+    (default: ``$STITCHGEN_SOURCE_LINES=1``) ends each line made from a node
+    with a recorded stack trace with the user's source location
+    (``# model.py:42 in forward``), so a traceback through the code — and the
+    dump, and ``stitchgen show`` — names the model's line; it costs nothing
+    per call.
 
     >>> import torch.fx as fx, stitchgen
     >>> generated = stitchgen.generate(fx.symbolic_trace(lambda x: x + 1))
@@ -98,7 +114,7 @@ def generate(
     templates = resolve_templates(templates, template_dirs)
     with collector.paused():  # see collector.py: no full collection on our account
         generated = _generate(
-            gm, name, format, templates, opaque, boxed, inline, const_pool, passes
+            gm, name, format, templates, opaque, boxed, inline, const_pool, passes, source_lines
         )
         directory = dump_dir if dump_dir is not None else os.environ.get(dump.ENV) or None
         if directory is not None or dump.tracing():
@@ -134,6 +150,7 @@ def _generate(
     inline: str,
     const_pool: ConstPool | None,
     passes: Sequence[Pass],
+    source_lines: bool | None,
 ) -> Generated:
     program = lower(
         gm,
@@ -146,6 +163,7 @@ def _generate(
         convention=templates.convention,
         const_pool=const_pool,
         passes=passes,
+        source_lines=source_lines,
     )
     if inline == "flatten" and templates.variant == "profiled":
         _warn_unprofiled(gm, program)

@@ -101,6 +101,7 @@ def test_every_ir_class_is_an_immutable_dataclass():
         "args",
         "kwargs",
         "node",
+        "where",
     ]
     renamed = dataclasses.replace(call, target="z")
     assert renamed.target == "z" and renamed.args == call.args and call.target == "y"
@@ -138,8 +139,8 @@ def test_equality_hash_and_repr_follow_the_fields():
     assert a == b and hash(a) == hash(b) and a != c
     assert ir.Name("x") != ir.Literal("x") and ir.Name("x") != "x"
     assert (
-        repr(a)
-        == "Call(target='y', callee=Name(id='f'), args=(Literal(value=1.0),), kwargs=(), node='')"
+        repr(a) == "Call(target='y', callee=Name(id='f'), args=(Literal(value=1.0),), kwargs=(), "
+        "node='', where='')"
     )
     program = ir.Program("f", "bind", (), (), (), (), const_values=(object(),))
     assert "const_values" not in repr(program)
