@@ -194,16 +194,19 @@ class Broken(torch.nn.Module):
         return self.head(y).softmax(-1)
 
 
+def _same_without_split_warnings(compiled, model, x):
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")  # Dynamo warns of its own; we may not
+        assert torch.equal(compiled(x), model(x))
+    assert not [w for w in caught if "split op" in str(w.message)]
+
+
 def test_a_graph_without_a_split_op_compiles_as_one_piece_silently():
     torch.manual_seed(0)
     model = Broken()
     recorder = Recorder()
     compiled = torch.compile(model, backend=stitchgen.backend([ATTN], compile_piece=recorder))
-    x = torch.randn(4, 8)
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        assert torch.equal(compiled(x), model(x))
-    assert not [w for w in caught if "split op" in str(w.message)]
+    _same_without_split_warnings(compiled, model, torch.randn(4, 8))
     # the block's 5 pieces, then the tail after the break as one piece
     assert len(recorder.pieces) == 6
     tail = recorder.pieces[-1][0]
@@ -234,11 +237,7 @@ def test_split_ops_are_alternatives_in_the_backend(ops):
     model = Block()
     recorder = Recorder()
     compiled = torch.compile(model, backend=stitchgen.backend(ops, compile_piece=recorder))
-    x = torch.randn(4, 8)
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        assert torch.equal(compiled(x), model(x))
-    assert not [w for w in caught if "split op" in str(w.message)]
+    _same_without_split_warnings(compiled, model, torch.randn(4, 8))
     assert len(recorder.pieces) == 5
 
 

@@ -64,14 +64,18 @@ def test_gpt2_bit_exact_split_at_attention(ops, options):
     assert all(count > 0 for count in pieces.node_counts())
 
 
-@SETUPS
-def test_llama_dynamic_sequence_lengths_bit_exact(ops, options):
+def _tiny_llama():
     config = _tiny(
         transformers.LlamaConfig, num_hidden_layers=2, hidden_size=64, intermediate_size=128,
         num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=64,
         bos_token_id=0, eos_token_id=0,
     )  # fmt: skip
-    model = transformers.LlamaForCausalLM(config).eval()
+    return transformers.LlamaForCausalLM(config).eval()
+
+
+@SETUPS
+def test_llama_dynamic_sequence_lengths_bit_exact(ops, options):
+    model = _tiny_llama()
     pieces = Pieces()
     compiled = torch.compile(
         model, backend=stitchgen.backend(ops, compile_piece=pieces, **options), dynamic=True
@@ -107,12 +111,7 @@ def test_bert_slices_of_symbolic_lengths_bit_exact(ops, options):
 def test_llama_graph_saved_as_an_artifact_runs_bit_exact(tmp_path, templates):
     # its constants (devices, dtypes, slices, Ellipsis: all lifted by vLLM's
     # convention) survive save -> load_artifact
-    config = _tiny(
-        transformers.LlamaConfig, num_hidden_layers=2, hidden_size=64, intermediate_size=128,
-        num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=64,
-        bos_token_id=0, eos_token_id=0,
-    )  # fmt: skip
-    model = transformers.LlamaForCausalLM(config).eval()
+    model = _tiny_llama()
     saved = []
 
     def through_an_artifact(gm, example_inputs):
