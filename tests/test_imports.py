@@ -33,6 +33,7 @@ COMPILE_PATH = {
     "stitchgen.passes.flatten",
     "stitchgen.passes.liveness",
     "stitchgen.passes.naming",
+    "stitchgen.passes.targets",
     "stitchgen.pipeline",
     "stitchgen.records",
     "stitchgen.references",

@@ -4,8 +4,10 @@ import operator
 
 
 def bind():
+    operator_mul = operator.mul
+
     def execution_fn(x):
-        mul = operator.mul(x, 2)
+        mul = operator_mul(x, 2)
         del x
         return mul
 

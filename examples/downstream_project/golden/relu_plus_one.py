@@ -5,10 +5,13 @@ import torch
 
 
 def bind():
+    torch_relu = torch.relu
+    operator_add = operator.add
+
     def execution_fn(x):
-        relu = torch.relu(x)
+        relu = torch_relu(x)
         del x
-        add = operator.add(relu, 1)
+        add = operator_add(relu, 1)
         del relu
         return add
 
