@@ -15,7 +15,7 @@ import stitchgen
 from stitchgen import ir
 from stitchgen.errors import ProgramError, TemplateError
 from stitchgen.lowering import build_program
-from stitchgen.passes import PASSES, run_passes
+from stitchgen.passes import PASSES, pipeline_steps, run_passes
 from stitchgen.rendering import templates_dir
 
 
@@ -98,7 +98,10 @@ def test_every_pass_leaves_the_golden_programs_valid(name, inline):
 
 
 def test_the_pipeline_is_listed_once_in_order():
-    assert [name for name, _, _ in PASSES] == ["flatten", "targets", "liveness", "naming"]
+    labels = [step.label for step in PASSES]
+    assert labels == [f"the {n} pass" for n in ("flatten", "targets", "liveness", "naming")]
+    mine = [step.label for step in pipeline_steps("call", [_fn])]
+    assert mine == ["the pass _fn", "the targets pass", "the liveness pass", "the naming pass"]
 
 
 def _fn(*body, params=("x",)):

@@ -38,29 +38,56 @@ A pass of your own — a hook before every piece call (tested in
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from collections.abc import Callable, Sequence
 
 from ..ir import Program, verify
+from ..records import Record, freeze
 from .flatten import splice_inlined
 from .liveness import insert_dels
 from .naming import assign_names
 from .targets import bind_targets
 
-__all__ = ["PASSES", "Pass", "run_passes"]
+__all__ = ["PASSES", "Pass", "Step", "pipeline_steps", "run_passes"]
 
 Pass = Callable[[Program], Program]
 
-#: the built-in passes, in order: (name, pass, the ``inline`` value that
-#: enables it or None for always); user passes run after ``flatten``
-PASSES: tuple[tuple[str, Pass, str | None], ...] = (
-    ("flatten", splice_inlined, "flatten"),
-    ("targets", bind_targets, None),
-    ("liveness", insert_dels, None),
-    ("naming", assign_names, None),
-)
-_USER_PASSES_AFTER = "flatten"
-_NAMING = "naming"
+
+@freeze
+@dataclasses.dataclass(init=False, repr=False, eq=False)
+class Step(Record):
+    """One pass as the pipeline runs it: ``run``, the name :func:`verify`'s
+    messages give it (``label``), and whether module-level names are final
+    after it (``names_final``: the naming pass)."""
+
+    run: Pass
+    label: str
+    names_final: bool = False
+
+    def __init__(self, run: Pass, label: str, names_final: bool = False) -> None:
+        d = self.__dict__
+        d["run"] = run
+        d["label"] = label
+        d["names_final"] = names_final
+
+
+FLATTEN = Step(splice_inlined, "the flatten pass")
+TARGETS = Step(bind_targets, "the targets pass")
+LIVENESS = Step(insert_dels, "the liveness pass")
+NAMING = Step(assign_names, "the naming pass", names_final=True)
+
+#: the built-in passes, in order (``flatten`` only with ``inline="flatten"``;
+#: yours run right after it)
+PASSES: tuple[Step, ...] = (FLATTEN, TARGETS, LIVENESS, NAMING)
+
+
+def pipeline_steps(inline: str = "call", extra: Sequence[Pass] = ()) -> list[Step]:
+    """The passes a program goes through: ``flatten`` if asked, ``extra``
+    (yours, in order), then targets, liveness and naming."""
+    steps = [FLATTEN] if inline == "flatten" else []
+    steps += [Step(p, f"the pass {getattr(p, '__qualname__', repr(p))}") for p in extra]
+    return [*steps, TARGETS, LIVENESS, NAMING]
 
 
 def run_passes(
@@ -70,24 +97,16 @@ def run_passes(
     extra: Sequence[Pass] = (),
     verify_each: bool | None = None,
 ) -> Program:
-    """``program`` through every pass that applies, ``extra`` after
-    ``flatten``; ``verify_each`` (default: ``STITCHGEN_VERIFY=1``) checks the
-    program after each."""
+    """``program`` through :func:`pipeline_steps`; ``verify_each`` (default:
+    ``STITCHGEN_VERIFY=1``) checks the program after each."""
     if verify_each is None:
         verify_each = os.environ.get("STITCHGEN_VERIFY") == "1"
     named = False  # module-level names are hints until the naming pass
     if verify_each:
         verify(program, after="lowering", named=named)
-    for name, run, option in PASSES:
-        if option is None or option == inline:
-            program = run(program)
-            named = named or name == _NAMING
-            if verify_each:
-                verify(program, after=f"the {name} pass", named=named)
-        if name == _USER_PASSES_AFTER:
-            for user in extra:
-                program = user(program)
-                if verify_each:
-                    label = getattr(user, "__qualname__", repr(user))
-                    verify(program, after=f"the pass {label}", named=named)
+    for step in pipeline_steps(inline, extra):
+        program = step.run(program)
+        named = named or step.names_final
+        if verify_each:
+            verify(program, after=step.label, named=named)
     return program
