@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import functools
 
-__all__ = ["black_version", "format_source"]
+__all__ = ["format_source"]
 
 
 @functools.lru_cache(maxsize=64)
@@ -20,9 +20,3 @@ def format_source(source: str) -> str:
     import black  # imported lazily: ~0.1 s that the compile path never pays
 
     return black.format_str(source, mode=black.Mode())
-
-
-def black_version() -> str:
-    import black
-
-    return black.__version__

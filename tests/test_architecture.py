@@ -156,3 +156,7 @@ def test_tests_import_no_private_names():
             if isinstance(node, ast.Attribute) and node.attr[:1] == "_" and node.attr[:2] != "__":
                 owner = ast.unparse(node.value)
                 assert not owner.startswith("stitchgen"), f"{path.name} reads {owner}.{node.attr}"
+
+
+def test_the_package_says_it_is_typed():
+    assert (PACKAGE / "py.typed").is_file()  # PEP 561: mypy reads our hints in your project
