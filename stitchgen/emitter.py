@@ -33,6 +33,7 @@ from typing import Any, ClassVar
 
 from .errors import TemplateError
 from .expressions import Writer, comment_source, dotted_source, name_items
+from .identifiers import is_identifier
 from .ir import DictExpr, Function, ListExpr, Program, TupleExpr
 from .layout import Unsure, bracketed, fits
 from .literals import literal_source
@@ -64,7 +65,7 @@ def _where(stmt: Any) -> str:
 
 def _ident(name: str) -> str:
     """What the environment's ``finalize`` lets through unfiltered."""
-    if not (name.isascii() and name.isidentifier()):
+    if not is_identifier(name):
         raise ValueError(f"{name!r} is not an identifier")
     return name
 

@@ -15,10 +15,10 @@ in the ``vllm`` variant. :class:`Writer` holds those spellings.
 
 from __future__ import annotations
 
-import keyword
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from .identifiers import is_dotted, is_identifier
 from .ir import (
     ConstRef,
     DictExpr,
@@ -40,15 +40,8 @@ __all__ = [
     "Writer",
     "comment_source",
     "dotted_source",
-    "is_plain_identifier",
     "name_items",
 ]
-
-
-def is_plain_identifier(text: str) -> bool:
-    """An ASCII identifier that is not a keyword (non-ASCII identifiers are
-    NFKC-normalized by Python, so two spellings could name one attribute)."""
-    return text.isascii() and text.isidentifier() and not keyword.iskeyword(text)
 
 
 def _is_none(e: Any) -> bool:
@@ -111,7 +104,7 @@ class Writer:
         if isinstance(e, SliceExpr):
             return f"slice({self._items((e.start, e.stop, e.step))})"
         if isinstance(e, MethodRef):
-            if is_plain_identifier(e.method):
+            if is_identifier(e.method):
                 return f"{self.atom_source(e.receiver)}.{e.method}"
             return f"getattr({self.source(e.receiver)}, {literal_source(e.method)})"
         raise TypeError(f"cannot render {type(e).__name__} as an expression")
@@ -144,7 +137,7 @@ class Writer:
         parts = [self.source(a) for a in stmt.args]
         odd = []
         for key, value in stmt.kwargs:
-            if is_plain_identifier(key):
+            if is_identifier(key):
                 parts.append(f"{key}={self.source(value)}")
             else:
                 odd.append(f"{literal_source(key)}: {self.source(value)}")
@@ -161,7 +154,7 @@ class Writer:
         """Parameters, one source text each (``x``, ``y=2``, ``*rest``)."""
         out = []
         for p in params:
-            if not is_plain_identifier(p.name):
+            if not is_identifier(p.name):
                 raise ValueError(f"parameter {p.name!r} is not an identifier")
             text = p.kind + p.name
             if p.default is not None:
@@ -184,7 +177,7 @@ def name_items(items: Iterable[Any]) -> list[str]:
     out = []
     for item in items:
         name = item if isinstance(item, str) else item.name
-        if not is_plain_identifier(name):
+        if not is_identifier(name):
             raise ValueError(f"{name!r} is not an identifier")
         out.append(name)
     return out
@@ -192,7 +185,7 @@ def name_items(items: Iterable[Any]) -> list[str]:
 
 def dotted_source(name: str) -> str:
     """A dotted module or attribute path, checked atom by atom."""
-    if not all(is_plain_identifier(atom) for atom in name.split(".")):
+    if not is_dotted(name):
         raise ValueError(f"{name!r} is not a dotted name")
     return name
 

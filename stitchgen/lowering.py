@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import dataclasses
 import enum
-import keyword
 import operator
 import os
 import re
@@ -30,6 +29,7 @@ from torch.fx.immutable_collections import immutable_dict, immutable_list
 
 from .conventions import CLOSURE, NAME_FORMATS, Convention, name_formats
 from .errors import CodegenError
+from .identifiers import is_identifier
 from .ir import (
     Assign,
     Call,
@@ -134,7 +134,7 @@ def build_program(
             f"stitchgen expects a torch.fx.GraphModule, got {type(gm).__module__}."
             f"{type(gm).__qualname__}"
         )
-    if not isinstance(name, str) or not name.isidentifier() or keyword.iskeyword(name):
+    if not isinstance(name, str) or not is_identifier(name):
         raise ValueError(f"function name must be a Python identifier, got {name!r}")
     formats = name_formats({**convention.names, **(names or {})})
     lowerer = _Lowerer(frozenset(opaque), formats, convention, source_lines)

@@ -15,6 +15,7 @@ from typing import Any
 
 import torch
 
+from .identifiers import is_dotted
 from .ir import GlobalRef
 from .literals import is_primitive
 
@@ -33,10 +34,6 @@ def _resolve(module: str, path: str) -> Any:
     for atom in atoms + (path.split(".") if path else []):
         obj = getattr(obj, atom)
     return obj
-
-
-def _valid_dotted(name: str) -> bool:
-    return bool(name) and all(atom.isidentifier() for atom in name.split("."))
 
 
 def _candidates(obj: Any) -> list[tuple[str, str]]:
@@ -82,9 +79,9 @@ def qualified_ref(obj: Any) -> GlobalRef | None:
     except Exception:  # an object whose metadata raises is simply lifted
         return None
     for module, path in candidates:
-        if module == "__main__" or not _valid_dotted(module) or module not in sys.modules:
+        if module == "__main__" or not is_dotted(module) or module not in sys.modules:
             continue
-        if path and not _valid_dotted(path):
+        if path and not is_dotted(path):
             continue  # "<lambda>", "f.<locals>.g"
         if module == "builtins" and "." not in path and getattr(builtins, path, None) is obj:
             return GlobalRef("builtins", path)

@@ -24,6 +24,7 @@ COMPILE_PATH = {
     "stitchgen.errors",
     "stitchgen.expressions",
     "stitchgen.generated",
+    "stitchgen.identifiers",
     "stitchgen.ir",
     "stitchgen.layout",
     "stitchgen.literals",

@@ -19,6 +19,7 @@ import keyword
 import re
 from typing import Any
 
+from ..identifiers import is_identifier
 from ..ir import (
     Call,
     ConstDecl,
@@ -54,7 +55,7 @@ _INVALID = re.compile(r"[^0-9A-Za-z_]")
 
 def sanitize(hint: str) -> str:
     """An ASCII identifier close to ``hint`` (not yet checked for collisions)."""
-    if hint.isascii() and hint.isidentifier():
+    if is_identifier(hint):
         return hint
     name = _INVALID.sub("_", hint) or "_"
     return "_" + name if name[0].isdigit() else name
@@ -80,7 +81,7 @@ class Namespace:
 
     def create(self, hint: str) -> str:
         taken = self._taken
-        if hint not in taken and hint.isascii() and hint.isidentifier():
+        if hint not in taken and is_identifier(hint):
             taken.add(hint)  # the common case: an FX name, free
             return hint
         base = sanitize(hint)
