@@ -78,6 +78,8 @@ def _show(args: argparse.Namespace) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
+    from .rendering import VARIANTS  # the shipped template sets: one registry
+
     parser = argparse.ArgumentParser(prog="stitchgen", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
     demo = sub.add_parser("demo", help="trace, split and compile a small decoder; compare and time")
@@ -88,7 +90,7 @@ def main(argv: list[str] | None = None) -> int:
         metavar="DIR",
         help="searched before the built-in templates (repeatable)",
     )
-    demo.add_argument("--variant", choices=["profiled", "vllm"], help="a shipped template set")
+    demo.add_argument("--variant", choices=sorted(VARIANTS), help="a shipped template set")
     demo.set_defaults(run=_demo)
     gold = sub.add_parser(
         "golden",
@@ -109,7 +111,7 @@ def main(argv: list[str] | None = None) -> int:
     gold.add_argument(
         "--template-dir", action="append", metavar="DIR", help="your templates (with --cases)"
     )
-    gold.add_argument("--variant", choices=["profiled", "vllm"], help="a shipped template set")
+    gold.add_argument("--variant", choices=sorted(VARIANTS), help="a shipped template set")
     gold.add_argument("--root", help="project root (default: found from the current directory)")
     gold.add_argument("-k", action="append", metavar="CASE", help="only this case (repeatable)")
     gold.set_defaults(run=_golden)

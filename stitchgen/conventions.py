@@ -1,12 +1,14 @@
 """Calling conventions: how generated code receives its bindings.
 
 One object per convention owns everything about it: the names its code uses
-(reserved in the naming pass, so no generated identifier can take them), the
-template variant that writes it, how a binding is spelled in an expression,
-its constant policy, what goes into the module's globals and how the entry
+(reserved in the naming pass, so no generated identifier can take them), how
+a binding is spelled in an expression, its constant policy
+(:class:`ConstantPolicy`), what goes into the module's globals and how the entry
 function is bound after the module runs, and its entries in an artifact's
 manifest. ``lower``, ``render``, ``load``, ``artifact`` and ``compat`` ask the
-convention; none of them spells its names.
+convention; none of them spells its names. Which template variant writes
+which convention is ``rendering.VARIANTS`` (the one registry; the CLI's
+choices come from it).
 
 * :data:`CLOSURE` (the built-in templates, and the ``profiled`` variant): a
   binder whose parameters are the bindings returns the entry function, which
@@ -35,6 +37,7 @@ from .records import Record, freeze
 __all__ = [
     "CLOSURE",
     "CONVENTIONS",
+    "ConstantPolicy",
     "NAME_FORMATS",
     "VLLM",
     "Convention",
@@ -70,6 +73,42 @@ def name_formats(overrides: Mapping[str, str] | None) -> dict[str, str]:
     return formats
 
 
+#: the exact types Python writes as literals (``ir.PRIMITIVE_TYPES``)
+_LITERAL_TYPES = (type(None), bool, int, float, complex, str, bytes, type(Ellipsis))
+
+
+@freeze
+@dataclass(init=False, repr=False, eq=False)
+class ConstantPolicy(Record):
+    """How a convention writes the values in a graph's arguments — what is
+    written inline, what is a display, what is lifted into a binding. One
+    argument path and one twin key (``lowering``) read it; a value that holds
+    graph values is never lifted, whatever the policy."""
+
+    #: the exact types written as literals
+    inline: frozenset[type]
+    #: list/tuple/dict subclasses written as displays too (vLLM writes a
+    #: namedtuple or a ``torch.Size`` as a tuple display); else exact types only
+    display_subclasses: bool = False
+    #: slices of constants written as slices; else lifted (vLLM)
+    constant_slices: bool = True
+    #: objects reached by a verified qualified name written by it; else lifted (vLLM)
+    qualified_names: bool = True
+
+    def __init__(
+        self,
+        inline: Collection[type],
+        display_subclasses: bool = False,
+        constant_slices: bool = True,
+        qualified_names: bool = True,
+    ) -> None:
+        d = self.__dict__
+        d["inline"] = frozenset(inline)
+        d["display_subclasses"] = display_subclasses
+        d["constant_slices"] = constant_slices
+        d["qualified_names"] = qualified_names
+
+
 @freeze
 @dataclass(init=False, repr=False, eq=False)
 class Convention(Record):
@@ -77,16 +116,14 @@ class Convention(Record):
 
     #: the name stored in ``Generated.convention`` and artifact manifests
     name: str
-    #: the shipped template variant that writes it (None: the built-ins)
-    variant: str | None = None
     #: names the code uses that no generated identifier may take
     helpers: tuple[str, ...] = ()
     #: how references are spelled (``Writer.for_refs``): ``submod``, ``const``, ``function``
     refs: Mapping[str, str] = field(default_factory=dict)
     #: name formats for the lowering (``NAME_FORMATS`` keys)
     names: Mapping[str, str] = field(default_factory=dict)
-    #: vLLM's constant policy: every non-primitive argument is lifted
-    lift_arguments: bool = False
+    #: how the values in arguments are written (inline, display, lifted)
+    constants: ConstantPolicy = field(default_factory=lambda: ConstantPolicy(_LITERAL_TYPES))
     #: ``submod_names`` lists inlined children too (their binding is None)
     lists_inlined: bool = False
     #: does it have the boxed-inputs entry (one list argument, cleared)?
@@ -95,21 +132,19 @@ class Convention(Record):
     def __init__(
         self,
         name: str,
-        variant: str | None = None,
         helpers: tuple[str, ...] = (),
         refs: Mapping[str, str] | None = None,
         names: Mapping[str, str] | None = None,
-        lift_arguments: bool = False,
+        constants: ConstantPolicy | None = None,
         lists_inlined: bool = False,
         boxed: bool = True,
     ) -> None:
         d = self.__dict__
         d["name"] = name
-        d["variant"] = variant
         d["helpers"] = helpers
         d["refs"] = MappingProxyType(dict(refs or {}))
         d["names"] = MappingProxyType(dict(names or {}))
-        d["lift_arguments"] = lift_arguments
+        d["constants"] = constants if constants is not None else ConstantPolicy(_LITERAL_TYPES)
         d["lists_inlined"] = lists_inlined
         d["boxed"] = boxed
 
@@ -155,11 +190,17 @@ class _Vllm(Convention):
 CLOSURE = Convention("closure")
 VLLM = _Vllm(
     "vllm",
-    variant="vllm",
     helpers=("__vllm_submods__", "__vllm_consts__"),
     refs={"submod": "__vllm_submods__[{index}]", "const": "__vllm_consts__[{index}]"},
     names={"inlined": "__vllm_inlined_submods__{index}"},
-    lift_arguments=True,
+    # vLLM's: int, float, bool, str, bytes and None inline, list/tuple/dict
+    # displays (subclasses too), every other object lifted, slices included
+    constants=ConstantPolicy(
+        (type(None), bool, int, float, str, bytes),
+        display_subclasses=True,
+        constant_slices=False,
+        qualified_names=False,
+    ),
     lists_inlined=True,
     boxed=False,
 )

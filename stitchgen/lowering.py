@@ -27,7 +27,7 @@ import torch.utils._pytree as pytree
 from torch._library.opaque_object import is_opaque_reference_type
 from torch.fx.immutable_collections import immutable_dict, immutable_list
 
-from .conventions import CLOSURE, NAME_FORMATS, Convention, name_formats
+from .conventions import CLOSURE, NAME_FORMATS, ConstantPolicy, Convention, name_formats
 from .errors import CodegenError
 from .identifiers import is_identifier
 from .ir import (
@@ -231,7 +231,7 @@ class _Lowerer:
         self.opaque = opaque
         self.source_lines = source_lines
         self.formats = formats
-        self.lift_arguments = convention.lift_arguments
+        self.constants = convention.constants
         self.lists_inlined = convention.lists_inlined
         self.imports: set[str] = set()
         self.const_index: dict[int, int] = {}
@@ -456,9 +456,7 @@ class _Lowerer:
 
     def inline(self, child: fx.GraphModule, path: str, node: fx.Node) -> FunctionRef:
         if path not in self.inlined_index:
-            key = fingerprint(
-                child, by_identity=self.lift_arguments, source_lines=self.source_lines
-            )
+            key = fingerprint(child, constants=self.constants, source_lines=self.source_lines)
             twin = self.twins.get(key) if key is not None else None
             if twin is not None:  # the same graph as a piece already lowered: share it
                 self.inlined_index[path] = self.inlined_index[twin]
@@ -528,30 +526,32 @@ class _Lowerer:
         return ConstRef(index, self.const_decls[index].name)
 
     def arg(self, a: Any, node: fx.Node, env: dict[fx.Node, Expr]) -> Expr:
-        """An FX argument (any nesting of nodes, containers and constants)."""
-        if self.lift_arguments:
-            return self.lifted_arg(a, node, env)
+        """An FX argument (any nesting of nodes, displays and constants),
+        written as the convention's constant policy says: inline, as a
+        display, by a verified qualified name or lifted. A value that holds
+        graph values is never a constant: it is a display (a slice too) or
+        an error."""
         kind = type(a)
-        if kind is int or kind is float or kind is bool:
+        policy = self.constants
+        if kind in policy.inline:
             return Literal(a)
-        if isinstance(a, fx.Node):
+        if kind is _Node or isinstance(a, fx.Node):
             return self._node(a, node, env)
-        if kind in _LISTS:
-            return ListExpr(tuple(self.arg(x, node, env) for x in a))
-        if kind is tuple:
-            return TupleExpr(tuple(self.arg(x, node, env) for x in a))
-        if kind in _DICTS:
+        display = _display(a, policy)
+        if display is list:
+            return ListExpr(tuple([self.arg(x, node, env) for x in a]))
+        if display is tuple:
+            return TupleExpr(tuple([self.arg(x, node, env) for x in a]))
+        if display is dict:
             return DictExpr(
-                tuple((self.arg(k, node, env), self.arg(v, node, env)) for k, v in a.items())
+                tuple([(self.arg(k, node, env), self.arg(v, node, env)) for k, v in a.items()])
             )
-        if kind is slice:
+        if kind is slice and (policy.constant_slices or _holds_node(a)):
             return SliceExpr(
                 self.arg(a.start, node, env),
                 self.arg(a.stop, node, env),
                 self.arg(a.step, node, env),
             )
-        if is_primitive(a):
-            return Literal(a)
         if _holds_node(a):
             raise CodegenError(
                 f"argument of type {kind.__qualname__} holds graph values; only tuple, "
@@ -559,43 +559,9 @@ class _Lowerer:
                 node,
             )
         _refuse_reference(a, node)
-        return self.constant(a, hint=_hint(a))
-
-    def lifted_arg(self, a: Any, node: fx.Node, env: dict[fx.Node, Expr]) -> Expr:
-        """An FX argument under vLLM's constant policy: nodes, list/tuple/dict
-        displays (subclasses too, as vLLM writes them), slices that hold graph
-        values and int, float, bool, str, bytes and None inline; any other
-        object — a constant slice too, as vLLM lifts it — is a lifted constant."""
-        if isinstance(a, fx.Node):
-            return self._node(a, node, env)
-        kind = type(a)
-        if kind in _VLLM_INLINE:
-            return Literal(a)
-        if isinstance(a, list):
-            return ListExpr(tuple(self.lifted_arg(x, node, env) for x in a))
-        if isinstance(a, tuple):
-            return TupleExpr(tuple(self.lifted_arg(x, node, env) for x in a))
-        if isinstance(a, dict):
-            return DictExpr(
-                tuple(
-                    (self.lifted_arg(k, node, env), self.lifted_arg(v, node, env))
-                    for k, v in a.items()
-                )
-            )
-        if kind is slice and _holds_node(a):  # reads graph values: never a constant
-            return SliceExpr(
-                self.lifted_arg(a.start, node, env),
-                self.lifted_arg(a.stop, node, env),
-                self.lifted_arg(a.step, node, env),
-            )
-        if _holds_node(a):
-            raise CodegenError(
-                f"argument of type {kind.__qualname__} holds graph values; only tuple, "
-                "list, dict and slice displays may",
-                node,
-            )
-        _refuse_reference(a, node)
-        # an int/str subclass (an IntEnum member) is lifted: vLLM's repr() of it is not code
+        if policy.qualified_names:
+            return self.constant(a, hint=_hint(a))
+        # vLLM's: lifted, an IntEnum member too (its repr() is no code)
         return self.lift(a, _hint(a))
 
     def _node(self, a: fx.Node, node: fx.Node, env: dict[fx.Node, Expr]) -> Expr:
@@ -604,10 +570,6 @@ class _Lowerer:
             where = "another graph" if a.graph is not node.graph else "later in the graph"
             raise CodegenError(f"uses node {a.name!r} from {where}", node)
         return expr
-
-
-#: what vLLM 0.34 writes inline (exact types; its ``repr`` of a subclass is not code)
-_VLLM_INLINE = frozenset({int, float, bool, str, bytes, type(None)})
 
 
 def _holds_node(value: Any) -> bool:
@@ -658,20 +620,21 @@ def _describe(value: Any) -> str:
 
 
 def fingerprint(
-    gm: fx.GraphModule, *, by_identity: bool = False, source_lines: bool = False
+    gm: fx.GraphModule, *, constants: ConstantPolicy | None = None, source_lines: bool = False
 ) -> tuple[Any, ...] | None:
     """A key equal for two graphs that lower to the same function up to the
     names of their parameters: the same ops on the same targets (by
-    identity), the same constants (primitives by type and spelling, other
-    objects by identity), wired the same way. A decoder's layers are such
-    twins; they share one generated function, so the emitted source — and
-    ``compile()``'s time, which follows its size — does not grow with the
+    identity), the same constants, wired the same way. A decoder's layers are
+    such twins; they share one generated function, so the emitted source —
+    and ``compile()``'s time, which follows its size — does not grow with the
     layer count. None for a graph that calls modules (its children are
-    resolved by their paths, which differ). ``by_identity`` keys every
-    object but vLLM's inline types by identity (the vllm convention lifts
-    them, one constant per object). With ``source_lines`` the nodes' source
-    locations count too (a shared function shows one piece's lines)."""
-    key = _identity_key if by_identity else _value_key
+    resolved by their paths, which differ). Constants are keyed as the
+    policy (``constants``; default: the closure convention's) writes them:
+    inline ones by type and spelling, displays by their items, every other
+    object by identity (one name or one binding per object). With
+    ``source_lines`` the nodes' source locations count too (a shared
+    function shows one piece's lines)."""
+    policy = constants if constants is not None else CLOSURE.constants
     index: dict[fx.Node, int] = {}
     parts: list[Any] = []
     for node in gm.graph.nodes:
@@ -683,16 +646,20 @@ def fingerprint(
                 value = fetch_attr(gm, str(node.target))
             except AttributeError:
                 return None
-            part: Any = (op, key(value, index))
+            part: Any = (op, _key(value, index, policy))
         elif op == "placeholder":
             target = str(node.target)
-            part = (op, len(target) - len(target.lstrip("*")), key(node.args, index))
+            part = (op, len(target) - len(target.lstrip("*")), _key(node.args, index, policy))
         else:
             callee: Any = node.target if op == "call_method" else id(node.target)
             args = tuple(
-                [index.get(a, -1) if type(a) is _Node else key(a, index) for a in node.args]
+                [
+                    index.get(a, -1) if type(a) is _Node else _key(a, index, policy)
+                    for a in node.args
+                ]
             )
-            part = (op, callee, args, key(node.kwargs, index) if node.kwargs else ())
+            kwargs = _key(node.kwargs, index, policy) if node.kwargs else ()
+            part = (op, callee, args, kwargs)
             if source_lines:
                 part = (*part, source_location(node))
         index[node] = len(index)
@@ -704,44 +671,36 @@ def fingerprint(
 _BY_VALUE = frozenset({int, bool, str, bytes, type(None)})
 
 
-def _value_key(value: Any, index: dict[fx.Node, int]) -> Any:
+def _display(value: Any, policy: ConstantPolicy) -> type | None:
+    """``list``, ``tuple`` or ``dict`` if ``policy`` writes ``value`` as
+    that display (FX's immutable containers included), else None."""
+    kind = type(value)
+    if kind in _LISTS:
+        return list
+    if kind is tuple:
+        return tuple
+    if kind in _DICTS:
+        return dict
+    if policy.display_subclasses:
+        for display in (list, tuple, dict):
+            if isinstance(value, display):
+                return display
+    return None
+
+
+def _key(value: Any, index: dict[fx.Node, int], policy: ConstantPolicy) -> Any:
+    """``value``'s part of a :func:`fingerprint`: equal for values written alike."""
     kind = type(value)
     if kind is _Node:
         return index.get(value, -1)  # a plain int: every other key is a tuple
-    if kind in _BY_VALUE:
-        return (kind, value)
-    if kind is tuple or kind in _LISTS:
-        return (kind, tuple([_value_key(x, index) for x in value]))
-    if kind in _DICTS:
-        return (
-            kind,
-            tuple([(_value_key(k, index), _value_key(v, index)) for k, v in value.items()]),
-        )
-    if kind is slice:
-        return (kind, _value_key((value.start, value.stop, value.step), index))
-    if is_primitive(value):
-        return (kind, repr(value))
-    return ("object", id(value))
-
-
-def _identity_key(value: Any, index: dict[fx.Node, int]) -> Any:
-    """:func:`_value_key` for vLLM's constant policy: displays by their
-    items (subclasses too), its inline types by spelling, the rest by identity."""
-    kind = type(value)
-    if kind is _Node:
-        return index.get(value, -1)
-    if kind in _BY_VALUE:
-        return (kind, value)
-    if kind is float:
-        return (kind, repr(value))
-    if isinstance(value, (list, tuple)):
-        return (
-            list if isinstance(value, list) else tuple,
-            tuple([_identity_key(x, index) for x in value]),
-        )
-    if isinstance(value, dict):
-        return (
-            dict,
-            tuple([(_identity_key(k, index), _identity_key(v, index)) for k, v in value.items()]),
-        )
+    if kind in policy.inline:
+        return (kind, value) if kind in _BY_VALUE else (kind, repr(value))
+    display = _display(value, policy)
+    if display is list or display is tuple:
+        return (display, tuple([_key(x, index, policy) for x in value]))
+    if display is dict:
+        items = value.items()
+        return (dict, tuple([(_key(k, index, policy), _key(v, index, policy)) for k, v in items]))
+    if kind is slice and (policy.constant_slices or _holds_node(value)):
+        return (slice, _key((value.start, value.stop, value.step), index, policy))
     return ("object", id(value))

@@ -160,3 +160,12 @@ def test_tests_import_no_private_names():
 
 def test_the_package_says_it_is_typed():
     assert (PACKAGE / "py.typed").is_file()  # PEP 561: mypy reads our hints in your project
+
+
+def test_one_registry_of_template_variants():
+    from stitchgen.emitter import EMITTERS
+    from stitchgen.rendering import VARIANTS
+
+    assert set(EMITTERS) == {None, *VARIANTS}  # an emitter per shipped set
+    templates = PACKAGE.parent / "templates" / "variants"
+    assert {p.name for p in templates.iterdir() if p.is_dir()} == set(VARIANTS)

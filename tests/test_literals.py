@@ -152,3 +152,24 @@ def test_lifted_constants_are_deduplicated_by_identity_in_first_use_order():
     assert len(generated.consts) == 3  # an equal but distinct device is its own binding
     out = stitchgen.load(generated)(1)
     assert out[0] is b and out[1] is a and out[2] is b
+
+
+def test_each_convention_writes_constants_by_its_policy_one_path():
+    from stitchgen.conventions import CLOSURE, VLLM
+    from stitchgen.ir import PRIMITIVE_TYPES
+
+    assert CLOSURE.constants.inline == frozenset(PRIMITIVE_TYPES)
+    assert VLLM.constants.inline == frozenset({type(None), bool, int, float, str, bytes})
+
+    def f(x):
+        return torch.ops.aten.sum.dim_IntList(x[1:3], [0], dtype=torch.float64)
+
+    gm = torch.fx.symbolic_trace(f)
+    closure = stitchgen.lower(gm, convention=CLOSURE)
+    vllm = stitchgen.lower(gm, convention=VLLM)
+    # closure: the dtype by its name, the slice written; vllm: both lifted
+    assert closure.const_values == ()
+    assert list(vllm.const_values) == [slice(1, 3, None), torch.float64]
+    x = torch.randn(5, 2)
+    assert torch.equal(stitchgen.compile(gm)(x), f(x))
+    assert torch.equal(stitchgen.compile(gm, templates="vllm")(x), f(x))
