@@ -24,8 +24,9 @@ def test_namespace_suffixes_taken_names_and_avoids_keywords_and_builtins():
         "print_1",
         "inf_1",
         "nan_1",
-        "x_1_1",
+        "x_2",  # FX's rule: a taken x_1 becomes x_2
     ]
+    assert [ns.create(h) for h in ["y_3", "y_3", "y", "y"]] == ["y_3", "y_4", "y", "y_5"]
 
 
 @pytest.mark.parametrize("hint", ["a-b", "1x", "", "ﬁ", "x.y", "é"])

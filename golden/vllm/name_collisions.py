@@ -17,7 +17,7 @@ def execution_fn(
     inf_1,
     float_1,
     bind_1,
-    call_submod_1_1,
+    call_submod_2,
     *,
     __vllm_submods__
 ):
@@ -29,4 +29,4 @@ def execution_fn(
     del operator_1
     getitem_1 = inlined_submod_0[0]
     del inlined_submod_0
-    return (getitem, getitem_1, print_1, inf_1, float_1, bind_1, call_submod_1_1)
+    return (getitem, getitem_1, print_1, inf_1, float_1, bind_1, call_submod_2)

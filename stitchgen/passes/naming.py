@@ -6,7 +6,8 @@ top-level names of imported modules; then it names the entry function (the
 user's name, kept exactly), the binder, the bindings (submodules, constants,
 call targets) and the inlined functions. Each function's locals are named in a copy of that
 scope, so no local can shadow ``torch``, a builtin, a binding or a helper.
-A name that is taken gets ``_1``, ``_2``, … appended; a name that is not an
+A name that is taken gets ``_1``, ``_2``, … appended, as FX does it (a taken
+``x_1`` becomes ``x_2``, not ``x_1_1``); a name that is not an
 ASCII identifier is sanitized first. Parameters keep their keyword when they
 can, and calls to inlined functions follow their parameters' new names.
 """
@@ -51,6 +52,7 @@ RESERVED = (
 )
 
 _INVALID = re.compile(r"[^0-9A-Za-z_]")
+_SUFFIX = re.compile(r"(.*)_(\d+)$")
 
 
 def sanitize(hint: str) -> str:
@@ -84,13 +86,20 @@ class Namespace:
         if hint not in taken and is_identifier(hint):
             taken.add(hint)  # the common case: an FX name, free
             return hint
-        base = sanitize(hint)
-        name = base
-        while name in self._taken:
-            n = self._next.get(base, 0) + 1
-            self._next[base] = n
+        # FX's rule (torch.fx.graph._Namespace): a taken ``x_1`` becomes ``x_2``
+        name = sanitize(hint)
+        suffixed = _SUFFIX.match(name)
+        if suffixed is None:
+            base, n = name, 0
+        else:
+            base, n = suffixed.group(1), int(suffixed.group(2))
+        if not n:
+            n = self._next.get(base, 0)
+        while name in taken:
+            n += 1
             name = f"{base}_{n}"
-        self._taken.add(name)
+        self._next[base] = n
+        taken.add(name)
         return name
 
     def copy(self) -> Namespace:
