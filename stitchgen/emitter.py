@@ -187,18 +187,24 @@ class Emitter:
     # -- function.py.j2 --------------------------------------------------------
 
     def function(self, fn: Function, indent: str) -> None:
-        """``signature``, then ``body``."""
+        """``signature``, ``unbox``, then ``body`` (``decorators``,
+        ``prologue`` and ``epilogue`` are empty in the shipped templates)."""
         self.signature(fn, indent)
+        self.unbox(fn, indent + INDENT)
         self.body(fn, indent + INDENT)
 
     def signature(self, fn: Function, indent: str) -> None:
+        """The ``def`` line (a boxed function takes its one list)."""
+        params = [_ident(fn.box)] if fn.box else self.writer.param_items(fn.params)
+        self.define(indent, _ident(fn.name), params)
+
+    def unbox(self, fn: Function, indent: str) -> None:
+        """What runs before the body: a boxed function's unpacking of its
+        list, and the list cleared (the ``unbox`` block; nothing otherwise)."""
         if not fn.box:
-            params = self.writer.param_items(fn.params)
-            self.define(indent, _ident(fn.name), params)
             return
         box = _ident(fn.box)
-        self.define(indent, _ident(fn.name), [box])
-        body = indent + INDENT
+        body = indent
         if fn.params:
             params = name_items(fn.params)
             targets = ", ".join(params)
@@ -321,12 +327,12 @@ class ProfiledEmitter(Emitter):
         if "torch" not in self.program.imports:
             self.out.append("import torch\n")
 
-    def signature(self, fn: Function, indent: str) -> None:
-        """The ``def`` line, then — in a function that calls a piece — the
-        one check per call of whether a profiler is on."""
-        super().signature(fn, indent)
+    def unbox(self, fn: Function, indent: str) -> None:
+        """The unpacking, then — in a function that calls a piece — the one
+        check per call of whether a profiler is on."""
+        super().unbox(fn, indent)
         if any(getattr(stmt, "is_piece", False) for stmt in fn.body):
-            self.line(f"{indent}{INDENT}profiling = torch.autograd._profiler_enabled()")
+            self.line(f"{indent}profiling = torch.autograd._profiler_enabled()")
 
     def call(self, stmt: Any, indent: str) -> None:
         if not stmt.is_piece:

@@ -133,6 +133,9 @@ class BlockText:
     def signature(self, fn: Any) -> Code:
         return self._capture(self._emitter.signature, _ir(fn, "signature"), "")
 
+    def unbox(self, fn: Any) -> Code:
+        return self._capture(self._emitter.unbox, _ir(fn, "unbox"), INDENT)
+
     def call_head(self, stmt: Any) -> Code:
         return Code(self._emitter.call_head(_ir(stmt, "call_head"), INDENT))
 

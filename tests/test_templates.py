@@ -250,3 +250,25 @@ def test_profiled_with_call_and_flatten_without_profiling_do_not_warn():
     gm = CASES["decoder_1_layer"]("cpu").gm
     stitchgen.generate(gm, templates="profiled")
     stitchgen.generate(gm, inline="flatten")
+
+
+def test_decorators_prologue_and_epilogue_blocks_and_signature_keeps_the_unboxing(tmp_path):
+    (tmp_path / "function.py.j2").write_text(
+        '{% extends "stitchgen/function.py.j2" %}\n'
+        "{% block decorators %}@torch.no_grad()\n{% endblock %}\n"
+        "{% block signature %}# the signature of {{ fn.name }}\n{{ super() }}{% endblock %}\n"
+        "{% block prologue %}    grad = torch.is_grad_enabled()\n{% endblock %}\n"
+        "{% block epilogue %}# end of {{ fn.name }}\n{% endblock %}\n"
+    )
+    case = CASES["decoder_1_layer"]("cpu")
+    templates = Templates(tmp_path)
+    generated = stitchgen.generate(case.gm, templates=templates, boxed=True, format=False)
+    code = generated.code
+    entry = code[code.index("    @torch.no_grad()\n    # the signature of execution_fn\n") :]
+    lines = entry.splitlines()
+    assert lines[2].startswith("    def execution_fn(args):")
+    assert lines[3].endswith("= args") and lines[4] == "        args.clear()"
+    assert lines[5] == "        grad = torch.is_grad_enabled()"
+    assert "    # end of execution_fn\n" in code
+    assert code.count("@torch.no_grad()") == len(generated.program.functions)
+    assert_same(stitchgen.load(generated)(list(case.inputs)), case.expected())
