@@ -19,7 +19,7 @@ import types
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import torch
 
@@ -30,11 +30,13 @@ from .portable import check_forms, missing_modules, read_consts, write_consts
 from .version import __version__, torch_version
 
 if TYPE_CHECKING:
-    from .generated import Generated
+    from .ir import Program
+    from .rendering import Templates
 
 __all__ = [
     "FORMAT",
     "VERSION",
+    "Storable",
     "Verified",
     "digest",
     "open_artifact",
@@ -65,9 +67,24 @@ def versions() -> dict[str, str]:
     }
 
 
-def _consts_files(generated: Generated) -> tuple[bytes, bytes]:
+class Storable(Protocol):
+    """What :func:`save_artifact` writes (a :class:`stitchgen.Generated` with
+    its IR is one)."""
+
+    code: str
+    name: str
+    binder: str
+    inlined: tuple[str, ...]
+    convention: str
+    submod_names: list[str]
+    consts: list[Any]
+    program: Program | None
+    templates: Templates | None
+
+
+def _consts_files(generated: Storable, program: Program) -> tuple[bytes, bytes]:
     """``consts.pt`` and ``consts.json`` (see :mod:`stitchgen.portable`)."""
-    labels = [f"{d.name} ({d.description})" for d in generated.program.consts]
+    labels = [f"{d.name} ({d.description})" for d in program.consts]
     stored, forms = write_consts(generated.consts, labels)
     return stored, json.dumps(forms, sort_keys=True).encode("utf-8")
 
@@ -78,9 +95,12 @@ def _sign(manifest: dict[str, Any], key: bytes) -> str:
 
 
 def save_artifact(
-    generated: Generated, path: str | os.PathLike[str], *, key: bytes | None = None
+    generated: Storable, path: str | os.PathLike[str], *, key: bytes | None = None
 ) -> Path:
     """Write ``generated`` to the directory ``path`` (replaced atomically)."""
+    program_ir = generated.program
+    if program_ir is None:
+        raise ArtifactError("an artifact stores the program's IR; this code carries none")
     templates = generated.templates
     if templates is not None and (templates.dirs or templates.filters or templates.globals):
         raise ArtifactError(
@@ -88,11 +108,11 @@ def save_artifact(
             f"variant); this code was rendered with {templates!r}"
         )
     code = generated.code.encode("utf-8")
-    consts, forms = _consts_files(generated)
+    consts, forms = _consts_files(generated, program_ir)
     compiled = marshal.dumps(compile_source(generated.code, generated.name))
     from .ir import to_json  # the IR is written here, never read on the warm path
 
-    program = json.dumps(to_json(generated.program)).encode("utf-8")
+    program = json.dumps(to_json(program_ir)).encode("utf-8")
     files = {
         "code.py": code,
         "consts.pt": consts,
@@ -106,13 +126,11 @@ def save_artifact(
         "versions": versions(),
         "magic": importlib.util.MAGIC_NUMBER.hex(),
         "name": generated.name,
-        **convention_named(generated.convention).manifest(
-            generated.program.binder, [s.path for s in generated.program.submods if s.inlined]
-        ),
+        **convention_named(generated.convention).manifest(generated.binder, generated.inlined),
         "variant": templates.variant if templates is not None else None,
         "submod_names": list(generated.submod_names),
         "const_count": len(generated.consts),
-        "imports": list(generated.program.imports),
+        "imports": list(program_ir.imports),
         "digests": {name: digest(data) for name, data in files.items()},
     }
     if key is not None:

@@ -33,9 +33,9 @@ from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .archive import open_artifact, save_artifact, verified_file
+from .archive import Verified, open_artifact, save_artifact, verified_file
 from .errors import ArtifactError, BindingError
-from .loading import bind_code
+from .loading import load
 
 if TYPE_CHECKING:
     from .generated import Generated
@@ -58,7 +58,6 @@ def read_artifact(
     ``sys.modules`` are accepted).
     """
     from . import ir  # the IR: read_artifact's, never load_artifact's
-    from .generated import Generated
 
     opened = open_artifact(Path(path), key, allow_imports)
     try:
@@ -68,13 +67,25 @@ def read_artifact(
         raise
     except Exception as exc:
         raise ArtifactError(f"artifact {path}: the stored program is invalid ({exc})") from None
+    return _record(opened, program)
+
+
+def _record(opened: Verified, program: Any = None) -> Generated:
+    """The :class:`~stitchgen.Generated` an opened artifact holds: its code and
+    linkage as the manifest records them (the IR if read)."""
+    from .generated import Generated
+
+    manifest = opened.manifest
     return Generated(
         code=opened.code,
-        submod_names=list(opened.manifest["submod_names"]),
+        submod_names=list(manifest["submod_names"]),
         consts=opened.consts,
         program=program,
-        convention=opened.manifest["convention"],
+        convention=manifest["convention"],
         code_object=opened.code_object,
+        name=manifest["name"],
+        binder=manifest["binder"],
+        inlined=tuple(manifest.get("inlined_submods", ())),
     )
 
 
@@ -97,18 +108,7 @@ def load_artifact(
     tensor([2., 2.])
     """
     opened = open_artifact(Path(path), key, allow_imports)
-    manifest = opened.manifest
     try:
-        return bind_code(
-            opened.code,
-            name=manifest["name"],
-            binder=manifest["binder"],
-            convention=manifest["convention"],
-            submod_names=list(manifest["submod_names"]),
-            consts=opened.consts,
-            submods=submods or {},
-            code_object=opened.code_object,
-            inlined=manifest.get("inlined_submods", ()),
-        )
+        return load(_record(opened), submods)
     except BindingError as exc:
         raise BindingError(f"artifact {path}: {exc}") from None

@@ -1,5 +1,9 @@
 """``Generated``: generated code and what it needs to run (what
-``generate`` returns, what an artifact stores)."""
+``generate`` returns, what an artifact stores) — a plain record: the code,
+its compiled form, and its linkage (entry name, binder, convention,
+submodule names, constants, inlined pieces), with the IR when there is one.
+It knows no store: ``load`` (``loading.py``) runs it, the artifact modules
+save and read it (``save`` is a door to them, imported only when called)."""
 
 from __future__ import annotations
 
@@ -31,13 +35,16 @@ class Generated(Record):
     by :func:`stitchgen.load` when no other binding is given (children named
     in ``opaque`` have none: the caller binds them). ``convention`` names how
     the code receives its bindings (``"closure"``, or ``"vllm"`` for the
-    vllm template variant; see :mod:`stitchgen.conventions`).
+    vllm template variant; see :mod:`stitchgen.conventions`). ``name``,
+    ``binder`` and ``inlined`` (children the code calls by itself: no
+    binding needed) come from ``program`` when it is given; code read from
+    an artifact carries them without one.
     """
 
     code: str
     submod_names: list[str]
     consts: list[Any]
-    program: Program
+    program: Program | None
     submods: Mapping[str, Callable[..., Any]] = field(default_factory=dict, repr=False)
     convention: str = "closure"
     #: the templates that rendered ``code`` (None when read from an artifact)
@@ -46,17 +53,26 @@ class Generated(Record):
     #: your own, or from an artifact), so loading does not compile it again;
     #: None for the shipped templates' text, which ``load`` compiles (once)
     code_object: types.CodeType | None = field(default=None, repr=False, compare=False)
+    #: the entry function's name
+    name: str = ""
+    #: the binder's name (closure convention; ``""`` where there is none)
+    binder: str = ""
+    #: the listed children the code calls by itself (inlined: no binding)
+    inlined: tuple[str, ...] = ()
 
     def __init__(
         self,
         code: str,
         submod_names: list[str],
         consts: list[Any],
-        program: Program,
+        program: Program | None = None,
         submods: Mapping[str, Callable[..., Any]] | None = None,
         convention: str = "closure",
         templates: Templates | None = None,
         code_object: types.CodeType | None = None,
+        name: str = "",
+        binder: str = "",
+        inlined: tuple[str, ...] = (),
     ) -> None:
         d = self.__dict__
         d["code"] = code
@@ -67,10 +83,13 @@ class Generated(Record):
         d["convention"] = convention
         d["templates"] = templates
         d["code_object"] = code_object
-
-    @property
-    def name(self) -> str:
-        return self.program.name
+        if program is not None:
+            name = name or program.name
+            binder = binder or program.binder
+            inlined = inlined or tuple(s.path for s in program.submods if s.inlined)
+        d["name"] = name
+        d["binder"] = binder
+        d["inlined"] = tuple(inlined)
 
     def save(self, path: str | os.PathLike[str], *, key: bytes | None = None) -> Path:
         """Save as an artifact directory for a compile cache; see

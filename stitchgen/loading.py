@@ -23,15 +23,13 @@ import threading
 import types
 import weakref
 from collections.abc import Callable, Collection, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from .conventions import convention_named
 from .errors import BindingError
 
-if TYPE_CHECKING:
-    from .pipeline import Generated
-
 __all__ = [
+    "Loadable",
     "bind_code",
     "clear_compile_cache",
     "compile_cache_info",
@@ -117,8 +115,23 @@ def _bindings(
     return values
 
 
+class Loadable(Protocol):
+    """What :func:`load` reads (a :class:`stitchgen.Generated` is one): the
+    code, compiled or not, and its linkage."""
+
+    code: str
+    code_object: types.CodeType | None
+    name: str
+    binder: str
+    convention: str
+    submod_names: list[str]
+    consts: list[Any]
+    submods: Mapping[str, Callable[..., Any]]
+    inlined: tuple[str, ...]
+
+
 def load(
-    generated: Generated, submods: Mapping[str, Callable[..., Any]] | None = None
+    generated: Loadable, submods: Mapping[str, Callable[..., Any]] | None = None
 ) -> Callable[..., Any]:
     """The callable for ``generated``, with submodules from ``submods`` (by
     qualified name), falling back to the children found on the graph module.
@@ -128,22 +141,22 @@ def load(
     >>> fn(torch.ones(2))
     tensor([2., 2.])
     """
-    program = generated.program
-    if len(generated.consts) != len(program.consts):
+    program = getattr(generated, "program", None)
+    if program is not None and len(generated.consts) != len(program.consts):
         raise BindingError(
             f"the code expects {len(program.consts)} constants, got {len(generated.consts)}"
         )
     return bind_code(
         generated.code,
-        name=program.name,
-        binder=program.binder,
+        name=generated.name,
+        binder=generated.binder,
         convention=generated.convention,
         submod_names=list(generated.submod_names),
         consts=list(generated.consts),
         submods=submods or {},
         defaults=generated.submods,
         code_object=generated.code_object,
-        inlined=[s.path for s in program.submods if s.inlined],
+        inlined=generated.inlined,
     )
 
 

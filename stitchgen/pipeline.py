@@ -132,6 +132,7 @@ def _dump(
     """The code, black-formatted under a header, to the dump directory and
     the structured trace."""
     program = generated.program
+    assert program is not None  # generate's record always holds its IR
     code = generated.code if formatted else render(program, format=True, templates=templates)
     text = dump.dump_text(program, code, type(gm).__name__)
     if directory is not None:

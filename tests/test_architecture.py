@@ -20,18 +20,12 @@ def _source(name):
 
 
 def _imports(name):
-    """The stitchgen modules ``name`` imports (top level or inside functions;
-    not under ``if TYPE_CHECKING:``, which never runs)."""
+    """The stitchgen modules ``name`` imports: top level, inside functions,
+    and under ``if TYPE_CHECKING:`` (an annotation is a dependency too)."""
     tree = ast.parse(_source(name).read_text())
     package = name if _source(name).name == "__init__.py" else name.rpartition(".")[0]
-    typing_only = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
-            typing_only.update(id(n) for n in ast.walk(node))
     found = set()
     for node in ast.walk(tree):
-        if id(node) in typing_only:
-            continue
         if isinstance(node, ast.ImportFrom):
             if node.level:
                 base = package.split(".")

@@ -48,6 +48,7 @@ WARM_PATH = {
     "stitchgen.artifact",
     "stitchgen.conventions",
     "stitchgen.errors",
+    "stitchgen.generated",
     "stitchgen.loading",
     "stitchgen.portable",
     "stitchgen.records",

@@ -103,3 +103,22 @@ def test_get_attr_values_are_bound_once_by_identity():
     with torch.no_grad():
         root.weight.fill_(3.0)  # in-place updates are seen: same tensor
     assert torch.equal(fn(torch.ones(2, 2)), torch.full((2, 2), 3.0))
+
+
+def test_a_record_without_its_ir_loads_from_its_linkage_alone(tmp_path):
+    gm = fx.symbolic_trace(lambda x: torch.relu(x) * 3)
+    generated = stitchgen.generate(gm)
+    bare = stitchgen.Generated(
+        generated.code,
+        generated.submod_names,
+        generated.consts,
+        name=generated.name,
+        binder=generated.binder,
+        convention=generated.convention,
+    )
+    assert bare.program is None and bare.name == "execution_fn" and bare.binder == "bind"
+    x = torch.randn(4)
+    assert torch.equal(stitchgen.load(bare)(x), gm(x))
+    with pytest.raises(stitchgen.ArtifactError, match="carries none"):
+        bare.save(tmp_path / "a")
+    assert not (tmp_path / "a").exists()
