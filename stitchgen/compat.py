@@ -35,7 +35,8 @@ from . import collector
 from .conventions import VLLM
 from .dump import emit_trace
 from .errors import BindingError
-from .loading import exec_source, keep_source
+from .generated import Generated
+from .loading import load
 from .lowering import ConstPool, is_inlinable
 from .pipeline import generate
 from .rendering import Templates
@@ -149,7 +150,14 @@ def compile_execution_fn(
     missing = [submod_names[i] for i in sorted(used) if submod_names[i] not in submod_callables]
     if missing:
         raise BindingError(f"missing callable(s) for submodule(s) {missing}")
-    namespace = exec_source(code, "execution_fn", VLLM.module_globals(consts))
-    pieces = [submod_callables.get(name) for name in submod_names]
-    fn = VLLM.bind(namespace, name="execution_fn", binder="", pieces=pieces, consts=consts or [])
-    return keep_source(fn, code, "execution_fn")
+    # the one load path, with vLLM's linkage: names the code never calls
+    # (inlined children) may have no callable, other callables are ignored
+    record = Generated(
+        code,
+        list(submod_names),
+        list(consts or []),  # code from before constants reads none
+        convention=VLLM.name,
+        name="execution_fn",
+        inlined=tuple(n for i, n in enumerate(submod_names) if i not in used),
+    )
+    return load(record, {n: submod_callables[n] for n in submod_names if n in submod_callables})
