@@ -16,7 +16,6 @@ keep their bare names. The naming pass makes each name unique.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterator
 
 from ..ir import Call, GlobalRef, Program, Stmt, TargetDecl, TargetRef, map_bodies
 
@@ -39,15 +38,17 @@ def bind_targets(program: Program) -> Program:
     for i, decl in enumerate(decls):  # a program bound before keeps its targets
         index[decl.ref] = TargetRef(i, decl.name)
 
-    def bind(stmt: Stmt) -> Iterator[Stmt]:
-        callee = getattr(stmt, "callee", None)
-        if type(stmt) is Call and type(callee) is GlobalRef and callee.module != "builtins":
-            ref = index.get(callee)
-            if ref is None:
-                ref = index[callee] = TargetRef(len(decls), target_hint(callee))
-                decls.append(TargetDecl(ref.name, callee))
-            stmt = dataclasses.replace(stmt, callee=ref)
-        yield stmt
+    def bind(stmt: Stmt) -> tuple[Stmt]:
+        if type(stmt) is not Call:
+            return (stmt,)  # the common case, cheaply: a tuple, not a generator
+        callee = stmt.callee
+        if type(callee) is not GlobalRef or callee.module == "builtins":
+            return (stmt,)
+        ref = index.get(callee)
+        if ref is None:
+            ref = index[callee] = TargetRef(len(decls), target_hint(callee))
+            decls.append(TargetDecl(ref.name, callee))
+        return (dataclasses.replace(stmt, callee=ref),)
 
     bound = map_bodies(program, bind)
     if len(decls) == len(program.targets):
