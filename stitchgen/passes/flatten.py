@@ -32,6 +32,8 @@ from ..ir import (
     Program,
     Return,
     Stmt,
+    SubmodRef,
+    TargetRef,
     TupleExpr,
     defines,
     map_expr,
@@ -197,7 +199,16 @@ def _splice(call: Call, callee: Function, taken: set[str]) -> tuple[list[Stmt], 
 
 
 def _expr(e: Any, rename: dict[str, Any]) -> Any:
+    kind = type(e)
+    if kind is Name:  # the common cases first: no walk for a leaf
+        return rename.get(e.id, e)
+    if kind in _CONSTANT_LEAVES:
+        return e
     return map_expr(e, lambda leaf: rename.get(leaf.id, leaf) if isinstance(leaf, Name) else leaf)
+
+
+#: leaves that hold no local
+_CONSTANT_LEAVES = frozenset({Literal, GlobalRef, ConstRef, SubmodRef, FunctionRef, TargetRef})
 
 
 def _target(name: str, rename: dict[str, Any]) -> str:

@@ -48,7 +48,8 @@ def bind_targets(program: Program) -> Program:
         if ref is None:
             ref = index[callee] = TargetRef(len(decls), target_hint(callee))
             decls.append(TargetDecl(ref.name, callee))
-        return (dataclasses.replace(stmt, callee=ref),)
+        # an exact Call (checked above): rebuilt directly, not through replace()
+        return (Call(stmt.target, ref, stmt.args, stmt.kwargs, stmt.node, stmt.where),)
 
     bound = map_bodies(program, bind)
     if len(decls) == len(program.targets):
