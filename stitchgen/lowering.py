@@ -170,7 +170,8 @@ def build_program(
     )
 
 
-_FRAME = re.compile(r'File "([^"\n]+)", line (\d+), in ([^\n]+)')
+#: a frame of a recorded stack trace (compiled on first use: only with source_lines)
+_FRAME = r'File "([^"\n]+)", line (\d+), in ([^\n]+)'
 
 
 def source_location(node: fx.Node) -> str:
@@ -180,7 +181,7 @@ def source_location(node: fx.Node) -> str:
     trace = node.meta.get("stack_trace")
     if not isinstance(trace, str):
         return ""
-    frames = _FRAME.findall(trace)
+    frames = re.findall(_FRAME, trace)
     if not frames:
         return ""
     path, line, function = frames[-1]

@@ -80,7 +80,8 @@ _NODES = (
     ast.Load,
 )
 
-_TORCH_NAME = re.compile(r"\btorch(?:\.[A-Za-z_]\w*)+")
+#: a dotted name into torch (compiled on first use: saving only)
+_TORCH_NAME = r"\btorch(?:\.[A-Za-z_]\w*)+"
 
 
 def _is_ref(value: Any) -> bool:
@@ -123,7 +124,7 @@ def _torch_modules(text: str) -> list[str]:
     """The imported modules of torch that ``text`` reaches by attribute
     (``torch.distributed.tensor.placement_types.Shard`` → that module)."""
     found = []
-    for match in _TORCH_NAME.finditer(text):
+    for match in re.finditer(_TORCH_NAME, text):
         atoms = match.group(0).split(".")
         for end in range(len(atoms), 0, -1):
             module = ".".join(atoms[:end])

@@ -52,7 +52,7 @@ RESERVED = (
 )
 
 _INVALID = re.compile(r"[^0-9A-Za-z_]")
-_SUFFIX = re.compile(r"(.*)_(\d+)$")
+_SUFFIX = r"(.*)_(\d+)$"  # compiled on first use (by re's cache): only on a collision
 
 
 def sanitize(hint: str) -> str:
@@ -88,7 +88,7 @@ class Namespace:
             return hint
         # FX's rule (torch.fx.graph._Namespace): a taken ``x_1`` becomes ``x_2``
         name = sanitize(hint)
-        suffixed = _SUFFIX.match(name)
+        suffixed = re.match(_SUFFIX, name)
         if suffixed is None:
             base, n = name, 0
         else:
