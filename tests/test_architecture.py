@@ -158,8 +158,8 @@ def test_the_package_says_it_is_typed():
 
 def test_one_registry_of_template_variants():
     from stitchgen.emitter import EMITTERS
-    from stitchgen.rendering import VARIANTS
+    from stitchgen.rendering import VARIANTS, templates_dir
 
     assert set(EMITTERS) == {None, *VARIANTS}  # an emitter per shipped set
-    templates = PACKAGE.parent / "templates" / "variants"
-    assert {p.name for p in templates.iterdir() if p.is_dir()} == set(VARIANTS)
+    variants = templates_dir() / "variants"  # the shipped templates, installed or not
+    assert {p.name for p in variants.iterdir() if p.is_dir()} == set(VARIANTS)
