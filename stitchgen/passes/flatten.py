@@ -15,7 +15,7 @@ any more are dropped. Runs on the raw (pre-naming) program, before liveness.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from ..ir import (
@@ -32,8 +32,6 @@ from ..ir import (
     Program,
     Return,
     Stmt,
-    SubmodRef,
-    TargetRef,
     TupleExpr,
     defines,
     map_expr,
@@ -199,16 +197,16 @@ def _splice(call: Call, callee: Function, taken: set[str]) -> tuple[list[Stmt], 
 
 
 def _expr(e: Any, rename: dict[str, Any]) -> Any:
-    kind = type(e)
-    if kind is Name:  # the common cases first: no walk for a leaf
-        return rename.get(e.id, e)
-    if kind in _CONSTANT_LEAVES:
-        return e
-    return map_expr(e, lambda leaf: rename.get(leaf.id, leaf) if isinstance(leaf, Name) else leaf)
+    return map_expr(e, _renaming(rename))
 
 
-#: leaves that hold no local
-_CONSTANT_LEAVES = frozenset({Literal, GlobalRef, ConstRef, SubmodRef, FunctionRef, TargetRef})
+def _renaming(rename: dict[str, Any]) -> Callable[[Any], Any]:
+    """The leaf function :func:`map_expr` applies: a renamed local's value."""
+
+    def leaf(e: Any) -> Any:
+        return rename.get(e.id, e) if type(e) is Name else e
+
+    return leaf
 
 
 def _target(name: str, rename: dict[str, Any]) -> str:
@@ -219,4 +217,7 @@ def _target(name: str, rename: dict[str, Any]) -> str:
 def _substitute(stmt: Stmt, rename: dict[str, Any]) -> Stmt:
     if not rename:
         return stmt
-    return map_stmt(stmt, expr=lambda e: _expr(e, rename), local=lambda name: _target(name, rename))
+    leaf = _renaming(rename)  # one leaf function per statement, not one per expression
+    return map_stmt(
+        stmt, expr=lambda e: map_expr(e, leaf), local=lambda name: _target(name, rename)
+    )
