@@ -148,7 +148,7 @@ class Convention(Record):
         d["lists_inlined"] = lists_inlined
         d["boxed"] = boxed
 
-    def module_globals(self, consts: Sequence[Any] | None) -> dict[str, Any]:
+    def module_globals(self, consts: Sequence[Any]) -> dict[str, Any]:
         """Globals the module needs before it runs (none for closures)."""
         return {}
 
@@ -171,9 +171,9 @@ class Convention(Record):
 
 
 class _Vllm(Convention):
-    def module_globals(self, consts: Sequence[Any] | None) -> dict[str, Any]:
-        # legacy code (from before constants) is loaded with consts=None: no global
-        return {} if consts is None else {"__vllm_consts__": consts}
+    def module_globals(self, consts: Sequence[Any]) -> dict[str, Any]:
+        # code from before constants (vLLM's consts=None) gets [] and reads none
+        return {"__vllm_consts__": consts}
 
     def bind(
         self,
