@@ -15,10 +15,8 @@ def bind():
         del x
         to = sum_1.to(dtype=torch.float64)
         del sum_1
-        submod_0 = inlined_submod_0(x=to, scale=3)
+        (getitem,) = inlined_submod_0(x=to, scale=3)
         del to
-        getitem = submod_0[0]
-        del submod_0
         return getitem
 
     return execution_fn

@@ -75,7 +75,7 @@ def bind():
         L_self_modules_fc_parameters_weight_,
         L_self_modules_fc_parameters_bias_,
     ):
-        submod_0 = inlined_submod_0(
+        (getitem,) = inlined_submod_0(
             L_x_,
             s53,
             s77,
@@ -87,13 +87,9 @@ def bind():
             L_self_modules_c1_parameters_bias_,
             L_x_,
         )
-        getitem = submod_0[0]
-        del submod_0
-        submod_1 = inlined_submod_1(getitem, s53, s77)
+        (getitem_1,) = inlined_submod_1(getitem, s53, s77)
         del getitem
-        getitem_1 = submod_1[0]
-        del submod_1
-        submod_2 = inlined_submod_0(
+        (getitem_2,) = inlined_submod_0(
             getitem_1,
             s53,
             s77,
@@ -105,13 +101,9 @@ def bind():
             L_self_modules_c2_parameters_bias_,
             getitem_1,
         )
-        getitem_2 = submod_2[0]
-        del submod_2
-        submod_3 = inlined_submod_1(getitem_2, s53, s77)
+        (getitem_3,) = inlined_submod_1(getitem_2, s53, s77)
         del getitem_2
-        getitem_3 = submod_3[0]
-        del submod_3
-        submod_4 = inlined_submod_4(
+        (getitem_4,) = inlined_submod_4(
             getitem_3,
             s53,
             s77,
@@ -125,8 +117,6 @@ def bind():
             L_self_modules_fc_parameters_bias_,
             getitem_3,
         )
-        getitem_4 = submod_4[0]
-        del submod_4
         return (getitem_4,)
 
     return execution_fn

@@ -128,59 +128,32 @@ def bind():
         arg16_1,
         arg17_1,
     ):
-        submod_0 = inlined_submod_0(arg0_1, arg2_1, arg1_1)
+        getitem, getitem_1, getitem_2 = inlined_submod_0(arg0_1, arg2_1, arg1_1)
         del arg2_1
-        getitem = submod_0[0]
-        getitem_1 = submod_0[1]
-        getitem_2 = submod_0[2]
-        del submod_0
-        submod_1 = inlined_submod_1(getitem, getitem_1, getitem_2)
+        (getitem_3,) = inlined_submod_1(getitem, getitem_1, getitem_2)
         del getitem, getitem_1, getitem_2
-        getitem_3 = submod_1[0]
-        del submod_1
-        submod_2 = inlined_submod_2(
+        getitem_4, getitem_5, getitem_6, getitem_7 = inlined_submod_2(
             getitem_3, arg3_1, arg0_1, arg4_1, arg5_1, arg6_1, arg1_1
         )
         del arg0_1, arg3_1, arg4_1, arg5_1, arg6_1, getitem_3
-        getitem_4 = submod_2[0]
-        getitem_5 = submod_2[1]
-        getitem_6 = submod_2[2]
-        getitem_7 = submod_2[3]
-        del submod_2
-        submod_3 = inlined_submod_1(getitem_4, getitem_5, getitem_6)
+        (getitem_8,) = inlined_submod_1(getitem_4, getitem_5, getitem_6)
         del getitem_4, getitem_5, getitem_6
-        getitem_8 = submod_3[0]
-        del submod_3
-        submod_4 = inlined_submod_2(
+        getitem_9, getitem_10, getitem_11, getitem_12 = inlined_submod_2(
             getitem_8, arg7_1, getitem_7, arg8_1, arg9_1, arg10_1, arg1_1
         )
         del arg7_1, arg8_1, arg9_1, arg10_1, getitem_7, getitem_8
-        getitem_9 = submod_4[0]
-        getitem_10 = submod_4[1]
-        getitem_11 = submod_4[2]
-        getitem_12 = submod_4[3]
-        del submod_4
-        submod_5 = inlined_submod_1(getitem_9, getitem_10, getitem_11)
+        (getitem_13,) = inlined_submod_1(getitem_9, getitem_10, getitem_11)
         del getitem_9, getitem_10, getitem_11
-        getitem_13 = submod_5[0]
-        del submod_5
-        submod_6 = inlined_submod_2(
+        getitem_14, getitem_15, getitem_16, getitem_17 = inlined_submod_2(
             getitem_13, arg11_1, getitem_12, arg12_1, arg13_1, arg14_1, arg1_1
         )
         del arg1_1, arg11_1, arg12_1, arg13_1, arg14_1, getitem_12, getitem_13
-        getitem_14 = submod_6[0]
-        getitem_15 = submod_6[1]
-        getitem_16 = submod_6[2]
-        getitem_17 = submod_6[3]
-        del submod_6
-        submod_7 = inlined_submod_1(getitem_14, getitem_15, getitem_16)
+        (getitem_18,) = inlined_submod_1(getitem_14, getitem_15, getitem_16)
         del getitem_14, getitem_15, getitem_16
-        getitem_18 = submod_7[0]
-        del submod_7
-        submod_8 = inlined_submod_8(getitem_18, arg15_1, getitem_17, arg16_1, arg17_1)
+        (getitem_19,) = inlined_submod_8(
+            getitem_18, arg15_1, getitem_17, arg16_1, arg17_1
+        )
         del arg15_1, arg16_1, arg17_1, getitem_17, getitem_18
-        getitem_19 = submod_8[0]
-        del submod_8
         return getitem_19
 
     return execution_fn

@@ -75,7 +75,7 @@ def bind():
         L_self_modules_out_parameters_weight_,
         L_self_modules_out_parameters_bias_,
     ):
-        submod_0 = inlined_submod_0(
+        getitem, getitem_1, getitem_2 = inlined_submod_0(
             L_x_,
             s77,
             L_self_modules_qkv_parameters_weight_,
@@ -86,15 +86,9 @@ def bind():
             L_self_modules_qkv_parameters_bias_,
             L_x_,
         )
-        getitem = submod_0[0]
-        getitem_1 = submod_0[1]
-        getitem_2 = submod_0[2]
-        del submod_0
-        submod_1 = inlined_submod_1(getitem, s77, getitem_1, getitem_2)
+        (getitem_3,) = inlined_submod_1(getitem, s77, getitem_1, getitem_2)
         del getitem, getitem_1, getitem_2
-        getitem_3 = submod_1[0]
-        del submod_1
-        submod_2 = inlined_submod_2(
+        (getitem_4,) = inlined_submod_2(
             getitem_3,
             s77,
             L_self_modules_out_parameters_weight_,
@@ -106,8 +100,6 @@ def bind():
             L_self_modules_out_parameters_bias_,
             getitem_3,
         )
-        getitem_4 = submod_2[0]
-        del submod_2
         return (getitem_4,)
 
     return execution_fn

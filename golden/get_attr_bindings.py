@@ -25,10 +25,8 @@ def bind(const_linear_weight, const_running_mean, const__tensor_constant0, const
         n_heads = 2
         linear = _nn_linear(x, linear_weight, running_mean)
         del x, linear_weight, running_mean
-        submod_0 = inlined_submod_0(linear)
+        (getitem,) = inlined_submod_0(linear)
         del linear
-        getitem = submod_0[0]
-        del submod_0
         add = torch_add(getitem, _tensor_constant0, alpha=n_heads)
         del _tensor_constant0, n_heads, getitem
         return add

@@ -17,10 +17,8 @@ def bind():
         return (getitem,)
 
     def execution_fn(x):
-        submod_0 = inlined_submod_0(x)
+        (getitem,) = inlined_submod_0(x)
         del x
-        getitem = submod_0[0]
-        del submod_0
         return getitem
 
     return execution_fn

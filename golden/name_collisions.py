@@ -14,10 +14,8 @@ def bind(call_submod_1):
     def execution_fn(
         torch_1, operator_1, print_1, inf_1, float_1, bind_1, call_submod_2
     ):
-        execution_fn_1 = inlined_submod_0(torch_1)
+        (getitem,) = inlined_submod_0(torch_1)
         del torch_1
-        getitem = execution_fn_1[0]
-        del execution_fn_1
         inlined_submod_1 = call_submod_1(operator_1)
         del operator_1
         getitem_1 = inlined_submod_1[0]

@@ -14,29 +14,23 @@ def bind(call_submod_0_scale, call_linear, call_submod_1):
         return (sin,)
 
     def inlined_submod_0(x):
-        inner = inlined_submod_0_inner(x)
+        (getitem,) = inlined_submod_0_inner(x)
         del x
-        getitem = inner[0]
-        del inner
         scale = call_submod_0_scale(getitem)
         del getitem
         return (scale,)
 
     def execution_fn(x):
-        submod_0 = inlined_submod_0(x)
+        (getitem,) = inlined_submod_0(x)
         del x
-        getitem = submod_0[0]
-        del submod_0
         linear = call_linear(getitem)
         del getitem
         submod_1 = call_submod_1(linear)
         del linear
         getitem_1 = submod_1[0]
         del submod_1
-        submod_2 = inlined_submod_0(getitem_1)
+        (getitem_2,) = inlined_submod_0(getitem_1)
         del getitem_1
-        getitem_2 = submod_2[0]
-        del submod_2
         return getitem_2
 
     return execution_fn

@@ -19,15 +19,10 @@ def bind():
         return (view,)
 
     def execution_fn(x):
-        submod_0 = inlined_submod_0(x)
+        getitem, getitem_1 = inlined_submod_0(x)
         del x
-        getitem = submod_0[0]
-        getitem_1 = submod_0[1]
-        del submod_0
-        submod_1 = inlined_submod_1(getitem_1, getitem)
+        (getitem_2,) = inlined_submod_1(getitem_1, getitem)
         del getitem_1
-        getitem_2 = submod_1[0]
-        del submod_1
         getitem_3 = getitem[-1]
         return (getitem_2, getitem, getitem_3)
 

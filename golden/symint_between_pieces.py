@@ -9,11 +9,8 @@ def bind():
         return (flatten, size)
 
     def execution_fn(x):
-        submod_0 = inlined_submod_0(x)
+        getitem, getitem_1 = inlined_submod_0(x)
         del x
-        getitem = submod_0[0]
-        getitem_1 = submod_0[1]
-        del submod_0
         reshape = getitem.reshape((getitem_1, -1))
         del getitem, getitem_1
         return reshape

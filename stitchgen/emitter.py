@@ -34,7 +34,7 @@ from typing import Any, ClassVar
 from .errors import TemplateError
 from .expressions import Writer, comment_source, dotted_source, name_items
 from .identifiers import is_identifier
-from .ir import DictExpr, Function, ListExpr, Program, TupleExpr
+from .ir import DictExpr, Function, ListExpr, Program, TupleExpr, UnpackCall
 from .layout import Unsure, bracketed, fits
 from .literals import literal_source
 
@@ -243,7 +243,7 @@ class Emitter:
             self.out.append(f"{self.call_head(stmt, indent)}{self.call_expr(stmt)}{tail}\n")
             return
         callee, items = self.call_parts(stmt)
-        head = f"{_ident(stmt.target)} = {callee}"
+        head = f"{self.assigned(stmt)} = {callee}"
         if "(" in callee or "[" in callee or tail:
             self.line(f"{indent}{head}({', '.join(items)}){tail}")
         else:
@@ -255,8 +255,18 @@ class Emitter:
         return _where(stmt)
 
     def call_head(self, stmt: Any, indent: str) -> str:
-        """What the ``call`` block writes before ``call_expr``: ``target = ``."""
-        return f"{indent}{_ident(stmt.target)} = "
+        """What the ``call`` block writes before ``call_expr``: ``target = ``
+        (an :class:`~stitchgen.ir.UnpackCall`: ``a, b = ``)."""
+        return f"{indent}{self.assigned(stmt)} = "
+
+    def assigned(self, stmt: Any) -> str:
+        """The left of a call's ``=``: its target, or the targets an
+        :class:`~stitchgen.ir.UnpackCall` unpacks into (``(a,)`` for one,
+        as black writes it)."""
+        if type(stmt) is not UnpackCall:
+            return _ident(stmt.target)
+        names = name_items(stmt.targets)
+        return f"({names[0]},)" if len(names) == 1 else ", ".join(names)
 
     def call_else(self, stmt: Any, indent: str) -> str:
         """A second branch of the call, before its ``call_expr`` (the

@@ -19,7 +19,8 @@ dataclass, and a subclass of your own is declared ``@dataclass(frozen=True)``).
 Each statement class names the template block that renders it
 (``template: ClassVar[str]``), and each field says what it holds
 (``field(metadata=...)``: an expression, expressions, keyword pairs, the
-local it assigns, the locals it deletes, or plain information); the roles are
+local it assigns, the locals it unpacks into, the locals it deletes, or plain
+information); the roles are
 read once per class (:meth:`Node.schema`). One generic walker reads them —
 :func:`map_expr`, :func:`map_stmt`, :func:`map_bodies`, :func:`reads`,
 :func:`writes` — so every pass rebuilds statements through it, a field added
@@ -48,6 +49,7 @@ __all__ = [
     "Assign",
     "Call",
     "Callee",
+    "Calling",
     "ConstDecl",
     "ConstRef",
     "Del",
@@ -75,6 +77,7 @@ __all__ = [
     "TargetDecl",
     "TargetRef",
     "TupleExpr",
+    "UnpackCall",
     "defines",
     "deletes",
     "from_json",
@@ -94,6 +97,7 @@ _EXPRS = {"role": "exprs"}  # a tuple of expressions
 _PAIRS = {"role": "pairs"}  # a tuple of (expression, expression) pairs
 _KWARGS = {"role": "kwargs"}  # a tuple of (keyword, expression) pairs
 _TARGET = {"role": "target"}  # the local a statement assigns
+_TARGETS = {"role": "targets"}  # the locals a statement assigns, unpacked in order
 _DELETES = {"role": "deletes"}  # the locals a statement deletes
 
 #: the IR classes of this module by name (``from_json``), filled by ``Node``
@@ -302,8 +306,26 @@ class Assign(Node):
         d["value"] = value
 
 
+class Calling:
+    """What the call statements (:class:`Call`, :class:`UnpackCall`) tell
+    about their callee."""
+
+    __slots__ = ()
+    callee: Callee
+
+    @property
+    def inlined(self) -> str | None:
+        """The name of the inlined function called, if that is the callee."""
+        return self.callee.name if isinstance(self.callee, FunctionRef) else None
+
+    @property
+    def is_piece(self) -> bool:
+        """Does this call a piece (a child module, inlined or bound)?"""
+        return isinstance(self.callee, (SubmodRef, FunctionRef))
+
+
 @dataclass(init=False, repr=False, eq=False)
-class Call(Node):
+class Call(Calling, Node):
     """``target = callee(*args, **kwargs)``; ``node`` is the FX node's name;
     ``where`` the user's source line it came from (``model.py:42 in
     forward``; with ``source_lines=True``), written as a trailing comment."""
@@ -333,15 +355,39 @@ class Call(Node):
         d["node"] = node
         d["where"] = where
 
-    @property
-    def inlined(self) -> str | None:
-        """The name of the inlined function called, if that is the callee."""
-        return self.callee.name if isinstance(self.callee, FunctionRef) else None
 
-    @property
-    def is_piece(self) -> bool:
-        """Does this call a piece (a child module, inlined or bound)?"""
-        return isinstance(self.callee, (SubmodRef, FunctionRef))
+@dataclass(init=False, repr=False, eq=False)
+class UnpackCall(Calling, Node):
+    """``targets[0], targets[1], ... = callee(*args, **kwargs)``: a call whose
+    result, a tuple of exactly ``len(targets)`` items, is unpacked into
+    locals (``(t,) = ...`` for one) — what a call of an inlined piece and
+    one getitem per item of its result become (the ``unpack`` pass); the
+    ``call`` block renders it. ``node`` and ``where`` as for :class:`Call`."""
+
+    targets: tuple[str, ...] = field(metadata=_TARGETS)
+    callee: Callee = field(metadata=_EXPR)
+    args: tuple[Expr, ...] = field(default=(), metadata=_EXPRS)
+    kwargs: tuple[tuple[str, Expr], ...] = field(default=(), metadata=_KWARGS)
+    node: str = ""
+    where: str = ""
+    template: ClassVar[str] = "call"
+
+    def __init__(
+        self,
+        targets: tuple[str, ...],
+        callee: Callee,
+        args: tuple[Expr, ...] = (),
+        kwargs: tuple[tuple[str, Expr], ...] = (),
+        node: str = "",
+        where: str = "",
+    ) -> None:
+        d = self.__dict__
+        d["targets"] = targets
+        d["callee"] = callee
+        d["args"] = args
+        d["kwargs"] = kwargs
+        d["node"] = node
+        d["where"] = where
 
 
 @dataclass(init=False, repr=False, eq=False)
@@ -384,7 +430,7 @@ class Return(Node):
         self.__dict__["value"] = value
 
 
-Stmt = Assign | Call | GetItem | Del | Return
+Stmt = Assign | Call | UnpackCall | GetItem | Del | Return
 
 # --------------------------------------------------------------------------
 # program
@@ -651,7 +697,7 @@ def map_stmt(
         if role == "target":
             if local is not None:
                 changes[name] = local(value)
-        elif role == "deletes":
+        elif role in ("targets", "deletes"):
             if local is not None:
                 changes[name] = _map_items(value, local)
         elif expr is not None:
@@ -715,8 +761,14 @@ def reads(stmt: Stmt) -> list[str]:
 
 
 def writes(stmt: Stmt) -> list[str]:
-    """Local names a statement assigns."""
-    return [getattr(stmt, name) for name in _schema(type(stmt)).targets]
+    """Local names a statement assigns, in order."""
+    out: list[str] = []
+    for name, role in _schema(type(stmt)).writing:
+        if role == "target":
+            out.append(getattr(stmt, name))
+        else:
+            out.extend(getattr(stmt, name))
+    return out
 
 
 def deletes(stmt: Stmt) -> list[str]:
@@ -728,9 +780,10 @@ def deletes(stmt: Stmt) -> list[str]:
 
 
 def defines(stmt: Stmt) -> str | None:
-    """The local name a statement assigns, if any (statements assign one at most)."""
-    fields = _schema(type(stmt)).targets
-    return getattr(stmt, fields[0]) if fields else None
+    """The one local a statement assigns, or None: it assigns none, or
+    several (an :class:`UnpackCall`'s: see :func:`writes`)."""
+    names = writes(stmt)
+    return names[0] if len(names) == 1 else None
 
 
 #: every statement class, from the ``Stmt`` union

@@ -16,7 +16,7 @@ import torch.fx as fx
 from . import collector, dump
 from .conventions import CLOSURE, Convention
 from .generated import Generated
-from .ir import Call, Program
+from .ir import Calling, Program
 from .loading import compile_source, load
 from .lowering import ConstPool, build_program, fetch_attr
 from .passes import Pass, run_passes
@@ -38,12 +38,14 @@ def lower(
     const_pool: ConstPool | None = None,
     passes: Sequence[Pass] = (),
     source_lines: bool | None = None,
+    unpack: bool = True,
 ) -> Program:
     """``gm`` as a program ready to render: the raw program
     (:func:`stitchgen.lowering.build_program`, which documents the options)
     through the passes (:mod:`stitchgen.passes`: ``flatten`` with
-    ``inline="flatten"``, then ``passes`` — yours, in order — then targets,
-    liveness and naming). ``source_lines``: see :func:`generate`.
+    ``inline="flatten"``, then ``passes`` — yours, in order — then unpack
+    (unless ``unpack=False``), targets, liveness and naming).
+    ``source_lines``: see :func:`generate`.
 
     >>> import torch, torch.fx as fx, stitchgen
     >>> program = stitchgen.lower(fx.symbolic_trace(lambda x: torch.relu(x) + 1))
@@ -63,7 +65,7 @@ def lower(
         const_pool=const_pool,
         source_lines=_source_lines(source_lines),
     )
-    return run_passes(program, inline=inline, extra=passes)
+    return run_passes(program, inline=inline, extra=passes, unpack=unpack)
 
 
 #: ``STITCHGEN_SOURCE_LINES=1``: source lines on wherever the option is not given
@@ -153,6 +155,10 @@ def _generate(
     passes: Sequence[Pass],
     source_lines: bool | None,
 ) -> Generated:
+    # the shipped templates' text is Python by construction (the emitter,
+    # held to the templates and to compile() by the tests); templates of
+    # your own are checked below, so what they render wrong is a TemplateError
+    shipped = templates.builtin_in_effect
     program = lower(
         gm,
         name=name,
@@ -165,13 +171,10 @@ def _generate(
         const_pool=const_pool,
         passes=passes,
         source_lines=source_lines,
+        unpack=shipped,  # templates of your own see one getitem per item, as ever
     )
     if inline == "flatten" and templates.variant == "profiled":
         _warn_unprofiled(gm, program)
-    # the shipped templates' text is Python by construction (the emitter,
-    # held to the templates and to compile() by the tests); templates of
-    # your own are checked here, so what they render wrong is a TemplateError
-    shipped = templates.builtin_in_effect
     code = render(program, format=format, templates=templates)
     code_object = None if shipped else _compiled(code, program.name, templates)
     defaults = {
@@ -194,7 +197,7 @@ def _generate(
 def _warn_unprofiled(gm: fx.GraphModule, program: Program) -> None:
     """The profiled variant records a range per piece call; flatten splices
     inlined pieces away, so those record none. Say which."""
-    kept = {s.node for s in program.entry.body if isinstance(s, Call) and s.is_piece}
+    kept = {s.node for s in program.entry.body if isinstance(s, Calling) and s.is_piece}
     pieces = [n.name for n in gm.graph.nodes if n.op == "call_module"]
     spliced = [name for name in pieces if name not in kept]
     if spliced:

@@ -28,7 +28,7 @@ class Schema:
     """A class's dataclass fields as :class:`Record` and the IR walker read
     them (class data, computed once per class)."""
 
-    __slots__ = ("compared", "deleting", "fields", "reading", "roles", "shown", "targets")
+    __slots__ = ("compared", "deleting", "fields", "reading", "roles", "shown", "writing")
 
     def __init__(self, cls: type) -> None:
         fields = dataclasses.fields(cls)
@@ -42,8 +42,10 @@ class Schema:
         self.compared = tuple(f.name for f in fields if f.compare)
         #: the fields ``repr`` shows
         self.shown = tuple(f.name for f in fields if f.repr)
-        #: the fields holding the local a statement assigns / the locals it deletes
-        self.targets = tuple(n for n, role in self.roles if role == "target")
+        #: ``(field, role)`` for the fields holding the locals a statement
+        #: assigns (``target``: one; ``targets``: a tuple, unpacked in order)
+        self.writing = tuple((n, role) for n, role in self.roles if role in ("target", "targets"))
+        #: the fields holding the locals a statement deletes
         self.deleting = tuple(n for n, role in self.roles if role == "deletes")
         #: the fields holding expressions a statement reads
         self.reading = tuple(

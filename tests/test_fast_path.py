@@ -136,6 +136,12 @@ STATEMENTS = st.one_of(
         st.lists(expressions(1), max_size=12).map(tuple),
         st.lists(st.tuples(IDENTS, expressions(1)), max_size=3).map(tuple),
     ),
+    st.builds(
+        ir.UnpackCall,
+        st.lists(IDENTS, min_size=1, max_size=12).map(tuple),
+        CALLEES,
+        st.lists(expressions(1), max_size=12).map(tuple),
+    ),
     st.builds(ir.GetItem, IDENTS, IDENTS.map(ir.Name), st.integers(-3, 3).map(ir.Literal)),
     st.builds(ir.Assign, IDENTS, expressions()),
     st.builds(ir.Del, st.lists(IDENTS, min_size=1, max_size=14).map(tuple)),

@@ -14,7 +14,7 @@ from oracle import assert_same
 from stitching_graphs import stitching_graphs
 
 import stitchgen
-from stitchgen.ir import Del, Return, defines, reads
+from stitchgen.ir import Del, Return, reads, writes
 
 EXAMPLES = int(os.environ.get("STITCHGEN_FUZZ_EXAMPLES", "300"))
 FUZZ = settings(
@@ -45,8 +45,7 @@ def check_dels(fn):
             continue
         for name in used:
             last_use[name] = i
-        target = defines(stmt)
-        if target is not None:
+        for target in writes(stmt):
             last_use.setdefault(target, i)
         previous = i
     for name, index in last_use.items():

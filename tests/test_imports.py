@@ -35,6 +35,7 @@ COMPILE_PATH = {
     "stitchgen.passes.liveness",
     "stitchgen.passes.naming",
     "stitchgen.passes.targets",
+    "stitchgen.passes.unpack",
     "stitchgen.pipeline",
     "stitchgen.records",
     "stitchgen.references",

@@ -65,7 +65,10 @@ def test_a_node_named_like_the_profiled_check_is_renamed():
             break
     code = stitchgen.generate(gm, templates="profiled").code
     assert "profiling = torch.autograd._profiler_enabled()" in code
-    assert "profiling_1 = submod_0[0]" in code
+    assert "profiling_1, getitem_1, getitem_2 = inlined_submod_0(" in code
+    profiled = stitchgen.Templates(variant="profiled")
+    program = stitchgen.lower(gm, reserve=profiled.reserve, unpack=False)  # a getitem per item
+    assert "profiling_1 = submod_0[0]" in stitchgen.render(program, templates=profiled)
 
 
 def test_profiled_variant_costs_nothing_unless_selected():

@@ -17,12 +17,10 @@ def bind(call_submod_0_scale, call_linear, call_submod_1):
         profiling = torch.autograd._profiler_enabled()
         if profiling:
             with torch.profiler.record_function("inner"):
-                inner = inlined_submod_0_inner(x)
+                (getitem,) = inlined_submod_0_inner(x)
         else:
-            inner = inlined_submod_0_inner(x)
+            (getitem,) = inlined_submod_0_inner(x)
         del x
-        getitem = inner[0]
-        del inner
         if profiling:
             with torch.profiler.record_function("scale"):
                 scale = call_submod_0_scale(getitem)
@@ -35,12 +33,10 @@ def bind(call_submod_0_scale, call_linear, call_submod_1):
         profiling = torch.autograd._profiler_enabled()
         if profiling:
             with torch.profiler.record_function("submod_0"):
-                submod_0 = inlined_submod_0(x)
+                (getitem,) = inlined_submod_0(x)
         else:
-            submod_0 = inlined_submod_0(x)
+            (getitem,) = inlined_submod_0(x)
         del x
-        getitem = submod_0[0]
-        del submod_0
         if profiling:
             with torch.profiler.record_function("linear"):
                 linear = call_linear(getitem)
@@ -57,12 +53,10 @@ def bind(call_submod_0_scale, call_linear, call_submod_1):
         del submod_1
         if profiling:
             with torch.profiler.record_function("submod_2"):
-                submod_2 = inlined_submod_0(getitem_1)
+                (getitem_2,) = inlined_submod_0(getitem_1)
         else:
-            submod_2 = inlined_submod_0(getitem_1)
+            (getitem_2,) = inlined_submod_0(getitem_1)
         del getitem_1
-        getitem_2 = submod_2[0]
-        del submod_2
         return getitem_2
 
     return execution_fn

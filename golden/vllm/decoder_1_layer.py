@@ -68,18 +68,10 @@ def __vllm_inlined_submods__2(attention, arg3_1, arg0_1, arg4_1, arg5_1):
 
 
 def execution_fn(arg0_1, arg1_1, arg2_1, arg3_1, arg4_1, arg5_1, *, __vllm_submods__):
-    submod_0 = __vllm_inlined_submods__0(arg0_1, arg2_1, arg1_1)
+    getitem, getitem_1, getitem_2 = __vllm_inlined_submods__0(arg0_1, arg2_1, arg1_1)
     del arg1_1, arg2_1
-    getitem = submod_0[0]
-    getitem_1 = submod_0[1]
-    getitem_2 = submod_0[2]
-    del submod_0
-    submod_1 = __vllm_inlined_submods__1(getitem, getitem_1, getitem_2)
+    (getitem_3,) = __vllm_inlined_submods__1(getitem, getitem_1, getitem_2)
     del getitem, getitem_1, getitem_2
-    getitem_3 = submod_1[0]
-    del submod_1
-    submod_2 = __vllm_inlined_submods__2(getitem_3, arg3_1, arg0_1, arg4_1, arg5_1)
+    (getitem_4,) = __vllm_inlined_submods__2(getitem_3, arg3_1, arg0_1, arg4_1, arg5_1)
     del arg0_1, arg3_1, arg4_1, arg5_1, getitem_3
-    getitem_4 = submod_2[0]
-    del submod_2
     return getitem_4

@@ -21,10 +21,8 @@ def execution_fn(
     *,
     __vllm_submods__
 ):
-    execution_fn_1 = __vllm_inlined_submods__0(torch_1)
+    (getitem,) = __vllm_inlined_submods__0(torch_1)
     del torch_1
-    getitem = execution_fn_1[0]
-    del execution_fn_1
     inlined_submod_0 = __vllm_submods__[1](operator_1)
     del operator_1
     getitem_1 = inlined_submod_0[0]

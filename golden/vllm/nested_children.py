@@ -11,28 +11,24 @@ def __vllm_inlined_submods__0(x):
 
 
 def __vllm_inlined_submods__1(x, *, __vllm_submods__):
-    inner = __vllm_inlined_submods__0(x)
+    (getitem,) = __vllm_inlined_submods__0(x)
     del x
-    getitem = inner[0]
-    del inner
     scale = __vllm_submods__[2](getitem)
     del getitem
     return (scale,)
 
 
 def execution_fn(x, *, __vllm_submods__):
-    submod_0 = __vllm_inlined_submods__1(x, __vllm_submods__=__vllm_submods__)
+    (getitem,) = __vllm_inlined_submods__1(x, __vllm_submods__=__vllm_submods__)
     del x
-    getitem = submod_0[0]
-    del submod_0
     linear = __vllm_submods__[3](getitem)
     del getitem
     submod_1 = __vllm_submods__[4](linear)
     del linear
     getitem_1 = submod_1[0]
     del submod_1
-    submod_2 = __vllm_inlined_submods__1(getitem_1, __vllm_submods__=__vllm_submods__)
+    (getitem_2,) = __vllm_inlined_submods__1(
+        getitem_1, __vllm_submods__=__vllm_submods__
+    )
     del getitem_1
-    getitem_2 = submod_2[0]
-    del submod_2
     return getitem_2

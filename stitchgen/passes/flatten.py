@@ -33,10 +33,10 @@ from ..ir import (
     Return,
     Stmt,
     TupleExpr,
-    defines,
     map_expr,
     map_stmt,
     reads,
+    writes,
 )
 
 __all__ = ["splice_inlined"]
@@ -128,7 +128,7 @@ def _spliceable(call: Call, callee: Function, body: Sequence[Stmt], readers: lis
 
 def _flatten_function(fn: Function, done: dict[str, Function]) -> Function:
     body: list[Stmt] = [s for s in fn.body if not isinstance(s, Del)]  # liveness redoes them
-    taken = {p.name for p in fn.params} | {t for s in body if (t := defines(s))}
+    taken = {p.name for p in fn.params} | {t for s in body for t in writes(s)}
     replace: dict[str, Any] = {}  # unpacked names -> the values they stand for now
     absorbed: set[int] = set()  # the getitems that unpacked a spliced call
     uses = _uses(body)
@@ -186,8 +186,7 @@ def _splice(call: Call, callee: Function, taken: set[str]) -> tuple[list[Stmt], 
     for stmt in callee.body[:-1]:
         if isinstance(stmt, Del):
             continue
-        target = defines(stmt)
-        if target is not None:
+        for target in writes(stmt):
             rename[target] = Name(fresh(target))  # the new local: _substitute writes it
         out.append(_substitute(stmt, rename))
     ret = callee.body[-1]

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from ..ir import Del, Function, Program, Return, Stmt, defines, reads
+from ..ir import Del, Function, Program, Return, Stmt, reads, writes
 
 __all__ = ["insert_dels", "place_dels"]
 
@@ -43,10 +43,10 @@ def place_dels(fn: Function) -> Function:
             continue
         for name in reads(stmt):
             position[name] = i
-        target = defines(stmt)
-        if target is not None and target not in order:
-            order[target] = len(order)
-            position.setdefault(target, i)
+        for target in writes(stmt):
+            if target not in order:
+                order[target] = len(order)
+                position.setdefault(target, i)
     dies_after: dict[int, list[str]] = {}
     for name, index in position.items():
         if name not in keep and name in order:

@@ -35,9 +35,10 @@ from ..ir import (
     SubmodRef,
     TargetDecl,
     TargetRef,
-    defines,
+    UnpackCall,
     map_expr,
     map_stmt,
+    writes,
 )
 
 __all__ = ["RESERVED", "Namespace", "assign_names"]
@@ -153,9 +154,9 @@ def assign_names(program: Program) -> Program:
     functions = []
     for fn, (ns, names, fn_params) in zip(program.functions, local_scopes, strict=True):
         for stmt in fn.body:
-            target = defines(stmt)
-            if target is not None and target not in names:
-                names[target] = ns.create(target)
+            for target in writes(stmt):
+                if target not in names:
+                    names[target] = ns.create(target)
         if globals_kept and not fn.box and all(k == v for k, v in names.items()):
             functions.append(fn)
             continue
@@ -212,7 +213,11 @@ class _Renamer:
 
     def stmt(self, s: Stmt) -> Stmt:
         renamed = map_stmt(s, expr=self.expr, local=self.locals.__getitem__)
-        if isinstance(renamed, Call) and isinstance(renamed.callee, FunctionRef) and renamed.kwargs:
+        if (
+            isinstance(renamed, (Call, UnpackCall))
+            and type(renamed.callee) is FunctionRef
+            and renamed.kwargs
+        ):
             kw = self.keywords.get(renamed.callee.name, {})  # its parameters were renamed
             pairs = tuple((kw.get(k, k), v) for k, v in renamed.kwargs)
             return dataclasses.replace(renamed, kwargs=pairs)
