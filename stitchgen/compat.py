@@ -36,8 +36,9 @@ from .conventions import VLLM
 from .dump import emit_trace
 from .errors import BindingError
 from .generated import Generated
+from .ir import Calling, FunctionRef, Program
 from .loading import load
-from .lowering import ConstPool, is_inlinable
+from .lowering import ConstPool, fetch_attr
 from .pipeline import generate
 from .rendering import Templates
 
@@ -56,6 +57,28 @@ _WITHOUT_SUBMODS = Templates(variant="vllm", globals={"vllm_entry_submods": Fals
 def _refuse_call_module(gm: fx.GraphModule) -> None:
     for node in gm.graph.find_nodes(op="call_module"):
         raise RuntimeError(f"call_module is not allowed for codegen target {node.target}.")
+
+
+def _refuse_nested_calls(program: Program, split_gm: fx.GraphModule) -> None:
+    """vLLM inlines a ``GraphModule`` child only if it calls no module
+    itself: the first piece the entry calls (in the graph's order) whose
+    function calls a module is vLLM's ``RuntimeError``, naming the first
+    module it calls. Read from the program — each distinct function once —
+    not by fetching every child again. (A child that calls a module has no
+    twin, so its function's ``origin`` is its own path.)"""
+    calls_a_module: dict[int, bool] = {}
+    for stmt in program.entry.body:
+        callee = getattr(stmt, "callee", None)
+        if not isinstance(callee, FunctionRef):
+            continue
+        known = calls_a_module.get(callee.index)
+        if known is None:
+            body = program.functions[callee.index].body
+            known = calls_a_module[callee.index] = any(
+                isinstance(s, Calling) and s.is_piece for s in body
+            )
+        if known:
+            _refuse_call_module(fetch_attr(split_gm, program.functions[callee.index].origin))
 
 
 def generate_execution_code_with_name(
@@ -87,20 +110,19 @@ def generate_execution_code_with_name(
         consts = []
     if const_index is None:
         const_index = {}
-    if with_submod:
-        for node in split_gm.graph.find_nodes(op="call_module"):
-            child = getattr(split_gm, str(node.target), None)
-            if isinstance(child, fx.GraphModule) and is_inlinable(child):
-                _refuse_call_module(child)
-        templates = None
-    else:
+    if not with_submod:
         _refuse_call_module(split_gm)
-        templates = _WITHOUT_SUBMODS
     pool = ConstPool(tuple(consts), dict(const_index))
     with collector.paused():  # and the IR freed before it resumes (see collector.py)
         generated = generate(
-            split_gm, name=fn_name, templates=templates or "vllm", format=False, const_pool=pool
+            split_gm,
+            name=fn_name,
+            templates="vllm" if with_submod else _WITHOUT_SUBMODS,
+            format=False,
+            const_pool=pool,
         )
+        assert generated.program is not None  # generate's record holds its IR
+        _refuse_nested_calls(generated.program, split_gm)
         code, submod_names, lifted = generated.code, list(generated.submod_names), generated.consts
         del generated
     new = lifted[len(consts) :]

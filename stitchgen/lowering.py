@@ -53,6 +53,7 @@ from .ir import (
     SubmodDecl,
     SubmodRef,
     TupleExpr,
+    UnpackCall,
 )
 from .literals import is_primitive
 from .passes.naming import Namespace
@@ -105,6 +106,7 @@ def build_program(
     convention: Convention = CLOSURE,
     const_pool: ConstPool | None = None,
     source_lines: bool = False,
+    unpack: bool = False,
 ) -> Program:
     """The raw program for ``gm``'s graph, whose entry function is ``name``:
     FX names, no dels — what the passes (:mod:`stitchgen.passes`) take.
@@ -123,6 +125,18 @@ def build_program(
     each call and getitem the user's source location of its node
     (:func:`source_location`), which the code writes as a trailing comment.
 
+    ``unpack=True``: a call of an inlined child whose result is read only
+    by one ``getitem`` per item (indices ``0 .. n-1``, each once; none with a
+    source location) is an :class:`~stitchgen.ir.UnpackCall` —
+    ``a, b = inlined_submod_0(x)`` — and those getitems are not statements
+    of their own: the tuple is never a local to take apart and delete. A
+    decoder's entry shrinks to about a third of its lines, and ``compile()``
+    of the module with it. Same objects, same order of calls. A result read
+    any other way (passed on, returned, a computed index, an item unread),
+    or a piece called through a binding (whose result's length the code
+    cannot know), keeps a ``getitem`` per item, as with ``unpack=False``
+    (which your passes and ``flatten`` take).
+
     >>> import torch, torch.fx as fx
     >>> gm = fx.symbolic_trace(lambda x: torch.relu(x) + 1)
     >>> program = build_program(gm)
@@ -137,7 +151,7 @@ def build_program(
     if not isinstance(name, str) or not is_identifier(name):
         raise ValueError(f"function name must be a Python identifier, got {name!r}")
     formats = name_formats({**convention.names, **(names or {})})
-    lowerer = _Lowerer(frozenset(opaque), formats, convention, source_lines)
+    lowerer = _Lowerer(frozenset(opaque), formats, convention, source_lines, unpack)
     if const_pool is not None:
         lowerer.pool(const_pool)
     entry = lowerer.function(gm, prefix="", name=name)
@@ -228,9 +242,13 @@ class _Lowerer:
         formats: Mapping[str, str],
         convention: Convention = CLOSURE,
         source_lines: bool = False,
+        unpack: bool = False,
     ) -> None:
         self.opaque = opaque
         self.source_lines = source_lines
+        self.unpack = unpack
+        #: getitem nodes whose item an UnpackCall assigns (no statement of their own)
+        self.unpacked: set[fx.Node] = set()
         self.formats = formats
         self.constants = convention.constants
         self.lists_inlined = convention.lists_inlined
@@ -280,7 +298,8 @@ class _Lowerer:
             seen.add(node.name)
             op = node.op
             if op == "call_function":  # the common case first
-                body.append(self.call_function(node, env))
+                if node not in self.unpacked:
+                    body.append(self.call_function(node, env))
             elif op == "call_module":
                 body.append(self.call_module(gm, prefix, node, env))
             elif op == "placeholder":
@@ -379,7 +398,7 @@ class _Lowerer:
 
     def call_module(
         self, gm: fx.GraphModule, prefix: str, node: fx.Node, env: dict[fx.Node, Expr]
-    ) -> Call:
+    ) -> Call | UnpackCall:
         target = str(node.target)
         path = prefix + target
         args = self.args(node, env)
@@ -406,7 +425,43 @@ class _Lowerer:
                 callee = self.submod(path)
             else:
                 raise CodegenError(f"call_module target {target!r} is not callable", node)
+        if self.unpack and type(callee) is FunctionRef:
+            targets = self.unpack_targets(node, callee)
+            if targets is not None:
+                return UnpackCall(targets, callee, args, kwargs, node.name, self.where(node))
         return Call(node.name, callee, args, kwargs, node.name, self.where(node))
+
+    def unpack_targets(self, node: fx.Node, callee: FunctionRef) -> tuple[str, ...] | None:
+        """The getitems taking ``node``'s result apart, by item (their names;
+        they become :attr:`unpacked`), if that is all that reads it and they
+        read every item of the tuple the inlined function returns once."""
+        ret = self.functions[callee.index].body[-1]
+        if type(ret) is not Return or type(ret.value) is not TupleExpr:
+            return None
+        size = len(ret.value.items)
+        users = node.users
+        if not size or len(users) != size:
+            return None
+        items: list[fx.Node | None] = [None] * size
+        for user in users:
+            args = user.args
+            if (
+                user.target is not operator.getitem
+                or user.op != "call_function"
+                or len(args) != 2
+                or args[0] is not node
+                or user.kwargs
+            ):
+                return None
+            index = args[1]
+            if type(index) is not int or not 0 <= index < size or items[index] is not None:
+                return None
+            if self.source_lines and source_location(user):
+                return None  # its line keeps its comment
+            items[index] = user
+        taken = [item for item in items if item is not None]
+        self.unpacked.update(taken)
+        return tuple(item.name for item in taken)
 
     def call_function(self, node: fx.Node, env: dict[fx.Node, Expr]) -> Stmt:
         target = node.target
@@ -636,33 +691,50 @@ def fingerprint(
     ``source_lines`` the nodes' source locations count too (a shared
     function shows one piece's lines)."""
     policy = constants if constants is not None else CLOSURE.constants
+    by_value = _BY_VALUE & policy.inline  # keyed as (type, value) right here: the common case
     index: dict[fx.Node, int] = {}
     parts: list[Any] = []
     for node in gm.graph.nodes:
         op = node.op
-        if op == "call_module":
+        if op == "call_function" or op == "call_method":  # the common case first
+            args: list[Any] = []
+            for a in node.args:
+                kind = type(a)
+                if kind is _Node:
+                    args.append(index.get(a, -1))
+                elif kind in by_value:
+                    args.append((kind, a))
+                else:
+                    args.append(_key(a, index, policy))
+            kwargs = node.kwargs
+            part: Any = (
+                op,
+                node.target if op == "call_method" else id(node.target),
+                tuple(args),
+                _key(kwargs, index, policy) if kwargs else (),
+            )
+            if source_lines:
+                part = (*part, source_location(node))
+        elif op == "call_module":
             return None
-        if op == "get_attr":
+        elif op == "get_attr":
             try:
                 value = fetch_attr(gm, str(node.target))
             except AttributeError:
                 return None
-            part: Any = (op, _key(value, index, policy))
+            part = (op, _key(value, index, policy))
         elif op == "placeholder":
-            target = str(node.target)
-            part = (op, len(target) - len(target.lstrip("*")), _key(node.args, index, policy))
-        else:
-            callee: Any = node.target if op == "call_method" else id(node.target)
-            args = tuple(
-                [
-                    index.get(a, -1) if type(a) is _Node else _key(a, index, policy)
-                    for a in node.args
-                ]
+            target = node.target
+            stars = len(target) - len(target.lstrip("*")) if target[:1] == "*" else 0
+            default = _key(node.args, index, policy) if node.args else ()
+            part = (op, stars, default)
+        else:  # output
+            kwargs = node.kwargs
+            part = (
+                op,
+                _key(node.args, index, policy),
+                _key(kwargs, index, policy) if kwargs else (),
             )
-            kwargs = _key(node.kwargs, index, policy) if node.kwargs else ()
-            part = (op, callee, args, kwargs)
-            if source_lines:
-                part = (*part, source_location(node))
         index[node] = len(index)
         parts.append(part)
     return tuple(parts)

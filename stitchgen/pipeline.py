@@ -43,9 +43,11 @@ def lower(
     """``gm`` as a program ready to render: the raw program
     (:func:`stitchgen.lowering.build_program`, which documents the options)
     through the passes (:mod:`stitchgen.passes`: ``flatten`` with
-    ``inline="flatten"``, then ``passes`` — yours, in order — then unpack
-    (unless ``unpack=False``), targets, liveness and naming).
-    ``source_lines``: see :func:`generate`.
+    ``inline="flatten"``, then ``passes`` — yours, in order — then targets,
+    liveness and naming). ``source_lines``: see :func:`generate`.
+    ``unpack``: piece results unpacked where they are called
+    (``a, b = inlined_submod_0(x)``, see ``build_program``) — not with
+    passes of your own or ``flatten``, which take a getitem per item.
 
     >>> import torch, torch.fx as fx, stitchgen
     >>> program = stitchgen.lower(fx.symbolic_trace(lambda x: torch.relu(x) + 1))
@@ -64,8 +66,9 @@ def lower(
         convention=convention,
         const_pool=const_pool,
         source_lines=_source_lines(source_lines),
+        unpack=unpack and not passes and inline == "call",
     )
-    return run_passes(program, inline=inline, extra=passes, unpack=unpack)
+    return run_passes(program, inline=inline, extra=passes)
 
 
 #: ``STITCHGEN_SOURCE_LINES=1``: source lines on wherever the option is not given

@@ -35,7 +35,6 @@ COMPILE_PATH = {
     "stitchgen.passes.liveness",
     "stitchgen.passes.naming",
     "stitchgen.passes.targets",
-    "stitchgen.passes.unpack",
     "stitchgen.pipeline",
     "stitchgen.records",
     "stitchgen.references",

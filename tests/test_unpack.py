@@ -1,6 +1,6 @@
-"""The unpack pass: an inlined piece's result unpacked where it is called
-(``a, b = inlined_submod_0(x)``), and every way a result is read otherwise
-left as it was. The GraphModule is the oracle."""
+"""Piece results unpacked where they are called (``a, b =
+inlined_submod_0(x)``, ``build_program(..., unpack=True)``), and every way a
+result is read otherwise left as it was. The GraphModule is the oracle."""
 
 import operator
 
@@ -12,7 +12,6 @@ from oracle import assert_same
 import stitchgen
 from stitchgen import ir
 from stitchgen.demo import split_decoder
-from stitchgen.passes.unpack import unpack_results
 
 
 def two_outputs(scale=2.0):
@@ -145,13 +144,20 @@ def test_lower_unpacks_unless_asked_not_to():
     assert "UnpackCall" in [type(s).__name__ for s in stitchgen.lower(gm).entry.body]
     kept = stitchgen.lower(gm, unpack=False)
     assert [type(s).__name__ for s in kept.entry.body].count("GetItem") == 2
-    assert unpack_results(kept) is kept  # after liveness the tuple has a del: left alone
 
 
-def test_a_program_with_nothing_to_unpack_comes_back_as_itself():
-    gm = fx.symbolic_trace(lambda x: torch.relu(x) + 1)
-    program = stitchgen.lower(gm, unpack=False)
-    assert unpack_results(program) is program
+def test_passes_of_your_own_and_flatten_take_a_getitem_per_item():
+    seen = []
+
+    def mine(program):
+        seen.extend(type(s).__name__ for s in program.entry.body)
+        return program
+
+    gm = stitch(lambda g, out: (item(g, out, 0), item(g, out, 1)))
+    generated = check(gm, passes=[mine])
+    assert seen.count("GetItem") == 2 and "UnpackCall" not in seen
+    assert "UnpackCall" not in entry_kinds(generated)
+    assert "UnpackCall" not in entry_kinds(check(gm, inline="flatten"))
 
 
 def test_the_statement_is_plain_ir():

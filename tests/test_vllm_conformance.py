@@ -1,5 +1,4 @@
 """stitchgen.compat against vLLM 0.34's documented codegen contract.
-
 Written from the documented behaviour of ``vllm/compilation/codegen.py``:
 
 * ``generate_execution_code(split_gm) -> (code, submod_names, consts)``;
@@ -228,6 +227,35 @@ def test_an_inlined_child_that_calls_a_module_is_a_runtime_error():
     outer.output(outer.call_module("submod_0", (outer.placeholder("x"),)))
     with pytest.raises(RuntimeError, match="call_module is not allowed for codegen target lin"):
         compat.generate_execution_code(fx.GraphModule(root, outer))
+
+
+@pytest.mark.parametrize("deeper", [False, True], ids=["calls a piece", "calls a module"])
+def test_an_inlined_child_that_calls_a_graph_module_is_a_runtime_error(deeper):
+    def negate(lin=False):
+        graph = fx.Graph()
+        t = graph.placeholder("t")
+        if lin:  # the piece calls a module itself: vLLM names the outer call still
+            t = graph.call_module("lin", (t,))
+        graph.output((graph.call_function(torch.neg, (t,)),))
+        return fx.GraphModule({"lin": torch.nn.Linear(3, 3)} if lin else torch.nn.Module(), graph)
+
+    middle = fx.Graph()
+    middle.output(middle.call_module("deep.piece", (middle.placeholder("t"),)))
+    deep = torch.nn.Module()
+    deep.piece = negate(lin=deeper)
+    root = torch.nn.Module()
+    root.submod_0 = fx.GraphModule({"deep": deep, "deep.piece": deep.piece}, middle)
+    root.submod_1 = negate()
+    outer = fx.Graph()
+    x = outer.placeholder("x")
+    y = outer.call_module("submod_1", (x,))
+    outer.output(outer.call_module("submod_0", (y,)))
+    consts, index = [], {}
+    with pytest.raises(RuntimeError, match="codegen target deep.piece\\.$"):
+        compat.generate_execution_code_with_name(
+            fx.GraphModule(root, outer), "fn", with_submod=True, consts=consts, const_index=index
+        )
+    assert consts == [] and index == {}
 
 
 def test_with_submod_false_writes_a_piece_function_without_bindings():

@@ -7,13 +7,10 @@ ready to render:
    their callers;
 2. your passes (``generate(..., passes=[...])``), in the order given: each a
    function ``Program -> Program`` on the raw program — FX names, no dels;
-3. ``unpack`` (unless ``unpack=False``: ``generate`` turns it off for
-   templates of your own): an inlined piece's result unpacked where it is
-   called, ``a, b = inlined_submod_0(x)``, instead of a getitem per item;
-4. ``targets``: every call target reached by a qualified name looked up
+3. ``targets``: every call target reached by a qualified name looked up
    once, where the module is bound (``aten_mm_default = torch.ops.aten.mm.default``);
-5. ``liveness``: a ``del`` right after each local's last use;
-6. ``naming``: every identifier valid and collision-free.
+4. ``liveness``: a ``del`` right after each local's last use;
+5. ``naming``: every identifier valid and collision-free.
 
 With ``verify=True`` (``STITCHGEN_VERIFY=1``, and always in the test suite)
 :func:`stitchgen.ir.verify` checks the program after every pass and names
@@ -51,7 +48,6 @@ from .flatten import splice_inlined
 from .liveness import insert_dels
 from .naming import assign_names
 from .targets import bind_targets
-from .unpack import unpack_results
 
 __all__ = ["PASSES", "Pass", "Step", "pipeline_steps", "run_passes"]
 
@@ -77,26 +73,20 @@ class Step(Record):
 
 
 FLATTEN = Step(splice_inlined, "the flatten pass")
-UNPACK = Step(unpack_results, "the unpack pass")
 TARGETS = Step(bind_targets, "the targets pass")
 LIVENESS = Step(insert_dels, "the liveness pass")
 NAMING = Step(assign_names, "the naming pass", names_final=True)
 
-#: the built-in passes, in order (``flatten`` only with ``inline="flatten"``,
-#: ``unpack`` unless turned off; yours run right after ``flatten``)
-PASSES: tuple[Step, ...] = (FLATTEN, UNPACK, TARGETS, LIVENESS, NAMING)
+#: the built-in passes, in order (``flatten`` only with ``inline="flatten"``;
+#: yours run right after it)
+PASSES: tuple[Step, ...] = (FLATTEN, TARGETS, LIVENESS, NAMING)
 
 
-def pipeline_steps(
-    inline: str = "call", extra: Sequence[Pass] = (), *, unpack: bool = True
-) -> list[Step]:
+def pipeline_steps(inline: str = "call", extra: Sequence[Pass] = ()) -> list[Step]:
     """The passes a program goes through: ``flatten`` if asked, ``extra``
-    (yours, in order), ``unpack`` unless turned off, then targets,
-    liveness and naming."""
+    (yours, in order), then targets, liveness and naming."""
     steps = [FLATTEN] if inline == "flatten" else []
     steps += [Step(p, f"the pass {getattr(p, '__qualname__', repr(p))}") for p in extra]
-    if unpack:
-        steps.append(UNPACK)
     return [*steps, TARGETS, LIVENESS, NAMING]
 
 
@@ -105,7 +95,6 @@ def run_passes(
     *,
     inline: str = "call",
     extra: Sequence[Pass] = (),
-    unpack: bool = True,
     verify_each: bool | None = None,
 ) -> Program:
     """``program`` through :func:`pipeline_steps`; ``verify_each`` (default:
@@ -115,7 +104,7 @@ def run_passes(
     named = False  # module-level names are hints until the naming pass
     if verify_each:
         verify(program, after="lowering", named=named)
-    for step in pipeline_steps(inline, extra, unpack=unpack):
+    for step in pipeline_steps(inline, extra):
         program = step.run(program)
         named = named or step.names_final
         if verify_each:
