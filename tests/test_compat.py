@@ -72,6 +72,10 @@ def test_the_source_is_emitted_as_a_trace_artifact(monkeypatch):
     monkeypatch.setattr(torch._logging, "trace_structured", record)
     split_gm, _, _, compiled = _vllm_style(1)
     code, submod_names, consts = generate_execution_code(split_gm)
+    monkeypatch.delenv("TORCH_TRACE", raising=False)
+    compile_execution_fn(code, compiled, submod_names, consts)
+    assert seen == []  # tracing off: nothing to write, nothing captured
+    monkeypatch.setenv("TORCH_TRACE", "/nonexistent/trace")
     compile_execution_fn(code, compiled, submod_names, consts)
     assert seen == [("artifact", {"name": "vllm_execution_code", "encoding": "string"}, code)]
 

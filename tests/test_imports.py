@@ -31,7 +31,6 @@ COMPILE_PATH = {
     "stitchgen.loading",
     "stitchgen.lowering",
     "stitchgen.passes",
-    "stitchgen.passes.flatten",
     "stitchgen.passes.liveness",
     "stitchgen.passes.naming",
     "stitchgen.passes.targets",

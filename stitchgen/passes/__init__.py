@@ -44,7 +44,6 @@ from collections.abc import Callable, Sequence
 
 from ..ir import Program, verify
 from ..records import Record, freeze
-from .flatten import splice_inlined
 from .liveness import insert_dels
 from .naming import assign_names
 from .targets import bind_targets
@@ -72,7 +71,15 @@ class Step(Record):
         d["names_final"] = names_final
 
 
-FLATTEN = Step(splice_inlined, "the flatten pass")
+def _flatten(program: Program) -> Program:
+    """The flatten pass (:func:`stitchgen.passes.flatten.splice_inlined`),
+    imported on first use: only ``inline="flatten"`` runs it."""
+    from .flatten import splice_inlined
+
+    return splice_inlined(program)
+
+
+FLATTEN = Step(_flatten, "the flatten pass")
 TARGETS = Step(bind_targets, "the targets pass")
 LIVENESS = Step(insert_dels, "the liveness pass")
 NAMING = Step(assign_names, "the naming pass", names_final=True)

@@ -122,7 +122,7 @@ def assign_names(program: Program) -> Program:
         )
     scope.reserve(program.name)
     binder = scope.create(program.binder)
-    submods = tuple(dataclasses.replace(s, name=scope.create(s.name)) for s in program.submods)
+    submods = tuple(_renamed(s, scope.create(s.name)) for s in program.submods)
     consts = tuple(ConstDecl(scope.create(c.name), c.description) for c in program.consts)
     targets = tuple(TargetDecl(scope.create(t.name), t.ref) for t in program.targets)
     *inlined, entry = program.functions
@@ -177,6 +177,11 @@ def assign_names(program: Program) -> Program:
         functions=tuple(functions),
         targets=targets,
     )
+
+
+def _renamed(decl: SubmodDecl, name: str) -> SubmodDecl:
+    """``decl`` under ``name`` (itself when the name is kept: the common case)."""
+    return decl if name == decl.name else dataclasses.replace(decl, name=name)
 
 
 class _Renamer:
