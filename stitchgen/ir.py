@@ -361,8 +361,9 @@ class UnpackCall(Calling, Node):
     """``targets[0], targets[1], ... = callee(*args, **kwargs)``: a call whose
     result, a tuple of exactly ``len(targets)`` items, is unpacked into
     locals (``(t,) = ...`` for one) — what a call of an inlined piece and
-    one getitem per item of its result become (the ``unpack`` pass); the
-    ``call`` block renders it. ``node`` and ``where`` as for :class:`Call`."""
+    one getitem per item of its result are lowered to
+    (``build_program(..., unpack=True)``); the ``call`` block renders it.
+    ``node`` and ``where`` as for :class:`Call`."""
 
     targets: tuple[str, ...] = field(metadata=_TARGETS)
     callee: Callee = field(metadata=_EXPR)
