@@ -442,7 +442,7 @@ class _Lowerer:
         users = node.users
         if not size or len(users) != size:
             return None
-        items: list[fx.Node | None] = [None] * size
+        items: dict[int, fx.Node] = {}  # item index -> the getitem reading it
         for user in users:
             args = user.args
             if (
@@ -454,14 +454,13 @@ class _Lowerer:
             ):
                 return None
             index = args[1]
-            if type(index) is not int or not 0 <= index < size or items[index] is not None:
+            if type(index) is not int or not 0 <= index < size or index in items:
                 return None
             if self.source_lines and source_location(user):
                 return None  # its line keeps its comment
             items[index] = user
-        taken = [item for item in items if item is not None]
-        self.unpacked.update(taken)
-        return tuple(item.name for item in taken)
+        self.unpacked.update(items.values())  # size distinct indices in range: all of them
+        return tuple(items[k].name for k in range(size))
 
     def call_function(self, node: fx.Node, env: dict[fx.Node, Expr]) -> Stmt:
         target = node.target

@@ -22,7 +22,7 @@ from typing import Any
 
 from ..identifiers import is_identifier
 from ..ir import (
-    Call,
+    Calling,
     ConstDecl,
     ConstRef,
     Function,
@@ -35,7 +35,6 @@ from ..ir import (
     SubmodRef,
     TargetDecl,
     TargetRef,
-    UnpackCall,
     map_expr,
     map_stmt,
     writes,
@@ -218,11 +217,7 @@ class _Renamer:
 
     def stmt(self, s: Stmt) -> Stmt:
         renamed = map_stmt(s, expr=self.expr, local=self.locals.__getitem__)
-        if (
-            isinstance(renamed, (Call, UnpackCall))
-            and type(renamed.callee) is FunctionRef
-            and renamed.kwargs
-        ):
+        if isinstance(renamed, Calling) and type(renamed.callee) is FunctionRef and renamed.kwargs:
             kw = self.keywords.get(renamed.callee.name, {})  # its parameters were renamed
             pairs = tuple((kw.get(k, k), v) for k, v in renamed.kwargs)
             return dataclasses.replace(renamed, kwargs=pairs)
