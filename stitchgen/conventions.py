@@ -28,11 +28,11 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable, Collection, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 from types import MappingProxyType
 from typing import Any
 
-from .records import Record, freeze
+from .records import Record, record
 
 __all__ = [
     "CLOSURE",
@@ -77,8 +77,7 @@ def name_formats(overrides: Mapping[str, str] | None) -> dict[str, str]:
 _LITERAL_TYPES = (type(None), bool, int, float, complex, str, bytes, type(Ellipsis))
 
 
-@freeze
-@dataclass(init=False, repr=False, eq=False)
+@record
 class ConstantPolicy(Record):
     """How a convention writes the values in a graph's arguments — what is
     written inline, what is a display, what is lifted into a binding. One
@@ -109,8 +108,7 @@ class ConstantPolicy(Record):
         d["qualified_names"] = qualified_names
 
 
-@freeze
-@dataclass(init=False, repr=False, eq=False)
+@record
 class Convention(Record):
     """A calling convention (see the module docstring for the two shipped)."""
 

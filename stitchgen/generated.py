@@ -10,11 +10,11 @@ from __future__ import annotations
 import os
 import types
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .records import Record, freeze
+from .records import Record, record
 
 if TYPE_CHECKING:
     from .ir import Program
@@ -23,8 +23,7 @@ if TYPE_CHECKING:
 __all__ = ["Generated"]
 
 
-@freeze
-@dataclass(init=False, repr=False, eq=False)
+@record
 class Generated(Record):
     """Generated code and what it needs to run.
 

@@ -10,8 +10,8 @@ inside the JSON.
 
 Every class derives from :class:`Node` (a :class:`~stitchgen.records.Record`),
 which supplies what a frozen dataclass would generate — immutability, ``__eq__``, ``__repr__`` and a
-cached ``__hash__`` — once for all of them; each class is a
-``@dataclass(init=False, repr=False, eq=False)`` with its ``__init__``
+cached ``__hash__`` — once for all of them; each class is declared
+``@record`` (a frozen dataclass, nothing generated) with its ``__init__``
 written out, so creating the classes costs no generated code at import
 (``dataclasses.fields``, ``replace`` and ``is_dataclass`` work as on any
 dataclass, and a subclass of your own is declared ``@dataclass(frozen=True)``).
@@ -39,11 +39,11 @@ import math
 import operator
 import typing
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any, ClassVar
 
 from .errors import ProgramError
-from .records import Record, Schema, freeze, schema_of
+from .records import Record, Schema, record, schema_of
 
 __all__ = [
     "Assign",
@@ -122,7 +122,7 @@ class Node(Record):
 # expressions
 
 
-@dataclass(init=False, repr=False, eq=False)
+@record
 class Name(Node):
     """A local variable or parameter of the function being rendered."""
 
@@ -136,7 +136,7 @@ class Name(Node):
 PRIMITIVE_TYPES = (type(None), bool, int, float, complex, str, bytes, type(Ellipsis))
 
 
-@dataclass(init=False, repr=False, eq=False)
+@record
 class Literal(Node):
     """A primitive value written inline: None, bool, int, float (inf and nan
     included), complex, str, bytes or Ellipsis. Two literals are equal when
@@ -154,7 +154,7 @@ class Literal(Node):
         return (type(self.value).__name__, repr(self.value))
 
 
-@dataclass(init=False, repr=False, eq=False)
+@record
 class ConstRef(Node):
     """A lifted constant: ``Program.consts[index]``, bound under ``name``."""
 
@@ -167,7 +167,7 @@ class ConstRef(Node):
         d["name"] = name
 
 
-@dataclass(init=False, repr=False, eq=False)
+@record
 class GlobalRef(Node):
     """An object reached by an exact qualified name: ``module`` is imported,
     ``path`` is the attribute chain inside it (``torch`` + ``ops.aten.mm.default``).
@@ -182,7 +182,7 @@ class GlobalRef(Node):
         d["path"] = path
 
 
-@dataclass(init=False, repr=False, eq=False)
+@record
 class TupleExpr(Node):
     """A tuple display ``(a, b)``."""
 
@@ -192,7 +192,7 @@ class TupleExpr(Node):
         self.__dict__["items"] = items
 
 
-@dataclass(init=False, repr=False, eq=False)
+@record
 class ListExpr(Node):
     """A list display ``[a, b]``."""
 
@@ -202,7 +202,7 @@ class ListExpr(Node):
         self.__dict__["items"] = items
 
 
-@dataclass(init=False, repr=False, eq=False)
+@record
 class DictExpr(Node):
     """A dict display ``{k: v}``."""
 
@@ -212,7 +212,7 @@ class DictExpr(Node):
         self.__dict__["items"] = items
 
 
-@dataclass(init=False, repr=False, eq=False)
+@record
 class SliceExpr(Node):
     """A slice ``start:stop:step`` (``slice(...)`` outside a subscript)."""
 
@@ -233,7 +233,7 @@ Expr = Name | Literal | ConstRef | GlobalRef | TupleExpr | ListExpr | DictExpr |
 # callees
 
 
-@dataclass(init=False, repr=False, eq=False)
+@record
 class SubmodRef(Node):
     """A child module called through a binding: ``Program.submods[index]``."""
 
@@ -246,7 +246,7 @@ class SubmodRef(Node):
         d["name"] = name
 
 
-@dataclass(init=False, repr=False, eq=False)
+@record
 class FunctionRef(Node):
     """An inlined GraphModule child: ``Program.functions[index]``."""
 
@@ -259,7 +259,7 @@ class FunctionRef(Node):
         d["name"] = name
 
 
-@dataclass(init=False, repr=False, eq=False)
+@record
 class MethodRef(Node):
     """``receiver.method(...)`` (FX ``call_method``)."""
 
@@ -272,7 +272,7 @@ class MethodRef(Node):
         d["method"] = method
 
 
-@dataclass(init=False, repr=False, eq=False)
+@record
 class TargetRef(Node):
     """A call target looked up once, when the module is bound:
     ``Program.targets[index]`` (the naming pass's ``name`` for it)."""
@@ -292,7 +292,7 @@ Callee = SubmodRef | FunctionRef | GlobalRef | ConstRef | MethodRef | TargetRef
 # statements
 
 
-@dataclass(init=False, repr=False, eq=False)
+@record
 class Assign(Node):
     """``target = value``"""
 
@@ -324,7 +324,7 @@ class Calling:
         return isinstance(self.callee, (SubmodRef, FunctionRef))
 
 
-@dataclass(init=False, repr=False, eq=False)
+@record
 class Call(Calling, Node):
     """``target = callee(*args, **kwargs)``; ``node`` is the FX node's name;
     ``where`` the user's source line it came from (``model.py:42 in
@@ -356,7 +356,7 @@ class Call(Calling, Node):
         d["where"] = where
 
 
-@dataclass(init=False, repr=False, eq=False)
+@record
 class UnpackCall(Calling, Node):
     """``targets[0], targets[1], ... = callee(*args, **kwargs)``: a call whose
     result, a tuple of exactly ``len(targets)`` items, is unpacked into
@@ -391,7 +391,7 @@ class UnpackCall(Calling, Node):
         d["where"] = where
 
 
-@dataclass(init=False, repr=False, eq=False)
+@record
 class GetItem(Node):
     """``target = obj[index]``; ``where`` as for :class:`Call`."""
 
@@ -409,7 +409,7 @@ class GetItem(Node):
         d["where"] = where
 
 
-@dataclass(init=False, repr=False, eq=False)
+@record
 class Del(Node):
     """``del names...`` — emitted by the liveness pass."""
 
@@ -420,7 +420,7 @@ class Del(Node):
         self.__dict__["names"] = names
 
 
-@dataclass(init=False, repr=False, eq=False)
+@record
 class Return(Node):
     """``return value``"""
 
@@ -437,7 +437,7 @@ Stmt = Assign | Call | UnpackCall | GetItem | Del | Return
 # program
 
 
-@dataclass(init=False, repr=False, eq=False)
+@record
 class Param(Node):
     """A parameter. ``kind`` is ``""``, ``"*"`` or ``"**"``; ``keyword`` is the
     name callers pass it by (the FX placeholder target)."""
@@ -457,7 +457,7 @@ class Param(Node):
         d["keyword"] = keyword
 
 
-@dataclass(init=False, repr=False, eq=False)
+@record
 class Function(Node):
     """A function of the program: its name, parameters and body."""
 
@@ -488,7 +488,7 @@ class Function(Node):
         d["box"] = box
 
 
-@dataclass(init=False, repr=False, eq=False)
+@record
 class SubmodDecl(Node):
     """A child called through a binding; ``path`` is its qualified name in
     the root module (the key users bind it by). ``inlined`` marks a child
@@ -506,7 +506,7 @@ class SubmodDecl(Node):
         d["inlined"] = inlined
 
 
-@dataclass(init=False, repr=False, eq=False)
+@record
 class ConstDecl(Node):
     """A lifted constant; ``description`` says what it is, for readers."""
 
@@ -519,7 +519,7 @@ class ConstDecl(Node):
         d["description"] = description
 
 
-@dataclass(init=False, repr=False, eq=False)
+@record
 class TargetDecl(Node):
     """A call target bound once under ``name``: ``name = <ref>`` where the
     module is bound (the binder's body; module level for a convention
@@ -535,7 +535,7 @@ class TargetDecl(Node):
         d["ref"] = ref
 
 
-@dataclass(init=False, repr=False, eq=False)
+@record
 class Program(Node):
     """A module: imports, a binder function whose parameters are the
     submodule and constant bindings, and the functions defined inside it.
@@ -600,8 +600,6 @@ class Program(Node):
         return frozenset(needs)
 
 
-for _cls in _CLASSES.values():
-    freeze(_cls)
 #: this module's classes (the walker copies their fields directly)
 _OWN = frozenset(_CLASSES.values())
 #: the expression classes without expression fields (the walker's leaves)

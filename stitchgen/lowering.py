@@ -57,7 +57,7 @@ from .ir import (
 )
 from .literals import is_primitive
 from .passes.naming import Namespace
-from .records import Record, freeze
+from .records import Record, record
 from .references import qualified_ref
 
 __all__ = [
@@ -76,8 +76,7 @@ _LISTS = (list, immutable_list)
 _DICTS = (dict, immutable_dict)
 
 
-@freeze
-@dataclasses.dataclass(init=False, repr=False, eq=False)
+@record
 class ConstPool(Record):
     """Lifted constants shared with code generated before (vLLM's ``consts``
     list and ``const_index``, id → index): a program lowered with a pool
@@ -693,11 +692,14 @@ def fingerprint(
     by_value = _BY_VALUE & policy.inline  # keyed as (type, value) right here: the common case
     index: dict[fx.Node, int] = {}
     parts: list[Any] = []
-    for node in gm.graph.nodes:
+    # ``_args``/``_kwargs`` are the fields FX's ``args``/``kwargs`` properties
+    # return (a property is a Python call per read on 3.11; this loop reads
+    # every node of every piece, cold): tests/test_lowering.py holds them equal
+    for position, node in enumerate(gm.graph.nodes):
         op = node.op
         if op == "call_function" or op == "call_method":  # the common case first
             args: list[Any] = []
-            for a in node.args:
+            for a in node._args:
                 kind = type(a)
                 if kind is _Node:
                     args.append(index.get(a, -1))
@@ -705,7 +707,7 @@ def fingerprint(
                     args.append((kind, a))
                 else:
                     args.append(_key(a, index, policy))
-            kwargs = node.kwargs
+            kwargs = node._kwargs
             part: Any = (
                 op,
                 node.target if op == "call_method" else id(node.target),
@@ -714,6 +716,11 @@ def fingerprint(
             )
             if source_lines:
                 part = (*part, source_location(node))
+        elif op == "placeholder":
+            target = node.target
+            stars = len(target) - len(target.lstrip("*")) if target[:1] == "*" else 0
+            default = _key(node._args, index, policy) if node._args else ()
+            part = (op, stars, default)
         elif op == "call_module":
             return None
         elif op == "get_attr":
@@ -722,19 +729,14 @@ def fingerprint(
             except AttributeError:
                 return None
             part = (op, _key(value, index, policy))
-        elif op == "placeholder":
-            target = node.target
-            stars = len(target) - len(target.lstrip("*")) if target[:1] == "*" else 0
-            default = _key(node.args, index, policy) if node.args else ()
-            part = (op, stars, default)
         else:  # output
-            kwargs = node.kwargs
+            kwargs = node._kwargs
             part = (
                 op,
-                _key(node.args, index, policy),
+                _key(node._args, index, policy),
                 _key(kwargs, index, policy) if kwargs else (),
             )
-        index[node] = len(index)
+        index[node] = position
         parts.append(part)
     return tuple(parts)
 

@@ -8,18 +8,33 @@ importing a module of them costs. A :class:`Record` subclass is declared
 its ``__init__`` out (compiled into the ``.pyc`` like any code), and
 inherits the rest, once for all: immutability, equality and ``repr`` by the
 dataclass fields (``compare=``/``repr=`` honoured) and a hash computed once
-and cached. :func:`freeze` tells ``dataclasses`` such a class is frozen, so
-``dataclasses.fields``, ``replace`` and ``is_dataclass`` — and a subclass
-of your own declared ``@dataclass(frozen=True)`` — work as on any frozen
-dataclass.
+and cached.
+
+:func:`record` declares such a class: it makes the class the frozen
+dataclass that ``@dataclass(init=False, repr=False, eq=False, frozen=True)``
+would, fields and all — ``dataclasses.fields``, ``replace``, ``asdict`` and
+``is_dataclass`` work as on any frozen dataclass, and a subclass of your
+own is declared ``@dataclass(frozen=True)`` — without ``dataclasses``'
+generic processing (which parses every string annotation: ~1 ms per
+process for the ~30 classes of the compile path, a fifth of its imports).
+``tests/test_records.py`` holds it to what ``dataclasses`` builds.
 """
 
 from __future__ import annotations
 
+import abc
 import dataclasses
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
-__all__ = ["Record", "Schema", "freeze", "schema_of"]
+if TYPE_CHECKING:  # PEP 681: type checkers read a @record class as a dataclass
+    from typing_extensions import dataclass_transform
+else:
+
+    def dataclass_transform(**kwargs: Any) -> Any:
+        return lambda decorator: decorator
+
+
+__all__ = ["Record", "Schema", "freeze", "record", "schema_of"]
 
 T = TypeVar("T", bound=type)
 
@@ -115,4 +130,117 @@ def freeze(cls: T) -> T:
     """Mark the dataclass ``cls`` (a :class:`Record`) frozen for ``dataclasses``."""
     params: Any = cls.__dict__["__dataclass_params__"]  # the class's own, made by @dataclass
     params.frozen = True
+    return cls
+
+
+@dataclasses.dataclass(init=False, repr=False, eq=False)
+class _Frozen:
+    """Holds the parameters ``dataclasses`` records for every :func:`record`
+    class (``init=False, repr=False, eq=False``, then ``frozen``): made
+    once, by ``dataclasses`` itself, so they read as this Python's own."""
+
+
+#: ``dataclasses``' marks of a field and of a ``ClassVar`` pseudo-field; None
+#: on a Python without them, where :func:`record` lets ``dataclasses`` work
+_FIELD: Any = getattr(dataclasses, "_FIELD", None)
+_CLASSVAR: Any = getattr(dataclasses, "_FIELD_CLASSVAR", None)
+_PARAMS: Any = _Frozen.__dict__.get("__dataclass_params__")
+if _PARAMS is not None:
+    _PARAMS.frozen = True
+
+
+#: string annotations of pseudo-fields only ``dataclasses`` reads rightly
+_SPECIAL = ("InitVar", "dataclasses.InitVar", "KW_ONLY", "dataclasses.KW_ONLY")
+
+
+def _is_classvar(annotation: str) -> bool:
+    return annotation.startswith(("ClassVar", "typing.ClassVar"))
+
+
+def _plain(cls: type, annotations: dict[str, Any]) -> bool:
+    """Can :func:`record` read ``cls``'s fields itself? Every annotation a
+    string (``from __future__ import annotations``), none an ``InitVar``
+    or ``KW_ONLY``, no ``ClassVar`` given as a ``field(...)``."""
+    if _FIELD is None or _CLASSVAR is None or _PARAMS is None:
+        return False
+    for name, annotation in annotations.items():
+        if not isinstance(annotation, str):
+            return False
+        if annotation.startswith(
+            ("InitVar", "dataclasses.InitVar", "KW_ONLY", "dataclasses.KW_ONLY")
+        ):
+            return False
+        if _is_classvar(annotation) and isinstance(cls.__dict__.get(name), dataclasses.Field):
+            return False
+    return True
+
+
+@dataclass_transform(eq_default=False, field_specifiers=(dataclasses.field,))
+def record(cls: T) -> T:
+    """Declare the :class:`Record` subclass ``cls`` a frozen dataclass:
+    its fields are its dataclass bases' followed by its own annotations, in
+    order (a default or a ``field(...)`` as class attribute honoured,
+    ``ClassVar`` ones pseudo-fields), exactly as ``@dataclass(init=False,
+    repr=False, eq=False, frozen=True)`` makes them; nothing is generated
+    (the class writes its ``__init__``; :class:`Record` supplies the rest).
+
+    >>> @record
+    ... class Point(Record):
+    ...     \"\"\"A point.\"\"\"
+    ...     x: int
+    ...     y: int = 0
+    ...     def __init__(self, x: int, y: int = 0) -> None:
+    ...         self.__dict__.update(x=x, y=y)
+    >>> [f.name for f in dataclasses.fields(Point)], Point(1)
+    (['x', 'y'], Point(x=1, y=0))
+    """
+    if not (isinstance(cls, type) and issubclass(cls, Record)):
+        raise TypeError(f"@record declares a Record subclass, not {cls!r}")
+    own = cls.__dict__
+    annotations = own.get("__annotations__", {})
+    if not _plain(cls, annotations):  # what dataclasses alone reads rightly
+        return cast(T, freeze(dataclasses.dataclass(init=False, repr=False, eq=False)(cls)))
+    fields: dict[str, Any] = {}
+    for base in cls.__mro__[-1:0:-1]:
+        inherited = base.__dict__.get("__dataclass_fields__")
+        if inherited is not None:
+            fields.update(inherited)
+    for name, annotation in annotations.items():
+        default = own.get(name, dataclasses.MISSING)
+        if isinstance(default, dataclasses.Field):
+            spec: Any = default
+            if spec.default is dataclasses.MISSING:
+                delattr(cls, name)  # as dataclasses does: no class attribute
+            else:
+                setattr(cls, name, spec.default)
+        else:
+            spec = dataclasses.field(default=default)
+        spec.name = name
+        spec.type = annotation
+        if _is_classvar(annotation):
+            spec._field_type = _CLASSVAR  # class data: listed, never a field
+        else:
+            spec._field_type = _FIELD
+            if spec.kw_only is dataclasses.MISSING:
+                spec.kw_only = False
+            if spec.default.__class__.__hash__ is None:
+                raise ValueError(
+                    f"mutable default {type(spec.default)} for field {name} is not "
+                    "allowed: use default_factory"
+                )
+        fields[name] = spec
+    for name, value in own.items():
+        if isinstance(value, dataclasses.Field) and name not in annotations:
+            raise TypeError(f"{name!r} is a field but has no type annotation")
+    cls.__dataclass_params__ = _PARAMS  # type: ignore[attr-defined]
+    cls.__dataclass_fields__ = fields  # type: ignore[attr-defined]
+    if "__match_args__" not in own:
+        cls.__match_args__ = tuple(  # type: ignore[attr-defined,misc]
+            f.name for f in fields.values() if f._field_type is _FIELD and f.init and not f.kw_only
+        )
+    if not own.get("__doc__"):
+        import inspect
+
+        cls.__doc__ = cls.__name__ + str(inspect.signature(cls)).replace(" -> None", "")
+    abc.update_abstractmethods(cls)
     return cls

@@ -38,12 +38,11 @@ A pass of your own — a hook before every piece call (tested in
 
 from __future__ import annotations
 
-import dataclasses
 import os
 from collections.abc import Callable, Sequence
 
 from ..ir import Program, verify
-from ..records import Record, freeze
+from ..records import Record, record
 from .liveness import insert_dels
 from .naming import assign_names
 from .targets import bind_targets
@@ -53,8 +52,7 @@ __all__ = ["PASSES", "Pass", "Step", "pipeline_steps", "run_passes"]
 Pass = Callable[[Program], Program]
 
 
-@freeze
-@dataclasses.dataclass(init=False, repr=False, eq=False)
+@record
 class Step(Record):
     """One pass as the pipeline runs it: ``run``, the name :func:`verify`'s
     messages give it (``label``), and whether module-level names are final
