@@ -33,13 +33,12 @@ import torch.fx as fx
 
 from . import collector
 from .conventions import VLLM
-from .dump import emit_trace, tracing
 from .errors import BindingError
 from .generated import Generated
 from .ir import Calling, FunctionRef, Program
 from .loading import load
 from .lowering import ConstPool, fetch_attr
-from .pipeline import generate
+from .pipeline import generate, tracing
 from .rendering import Templates
 
 __all__ = [
@@ -164,6 +163,8 @@ def compile_execution_fn(
     # tracing off nothing is written, but trace_structured still captures
     # the caller's stack (~0.5 ms): it is not called then, as in generate
     if tracing():
+        from .dump import emit_trace
+
         emit_trace(lambda: code, name="vllm_execution_code")
     used = {int(i) for i in _SUBMOD_INDEX.findall(code)}
     out_of_range = sorted(i for i in used if i >= len(submod_names))

@@ -21,10 +21,7 @@ from pathlib import Path
 from .ir import Program
 from .version import __version__, torch_version
 
-__all__ = ["ENV", "dump_text", "emit_trace", "tracing", "write_dump"]
-
-#: the environment variable naming the dump directory
-ENV = "STITCHGEN_DUMP_DIR"
+__all__ = ["dump_text", "emit_trace", "write_dump"]
 
 
 def dump_text(program: Program, formatted_code: str, graph: str) -> str:
@@ -62,17 +59,12 @@ def write_dump(directory: str | os.PathLike[str], name: str, text: str) -> Path 
     except OSError as exc:
         warnings.warn(
             f"stitchgen: cannot write the generated code to {directory} ({exc.strerror or exc}); "
-            f"the compile goes on without the dump (set {ENV} or dump_dir= elsewhere)",
+            "the compile goes on without the dump (set STITCHGEN_DUMP_DIR or dump_dir= elsewhere)",
             RuntimeWarning,
             stacklevel=4,
         )
         return None
     return target
-
-
-def tracing() -> bool:
-    """Is ``TORCH_TRACE`` (structured tracing for tlparse) on?"""
-    return bool(os.environ.get("TORCH_TRACE"))
 
 
 def emit_trace(text: Callable[[], str], name: str = "stitchgen_generated_code") -> None:

@@ -13,7 +13,7 @@ from typing import Any
 
 import torch.fx as fx
 
-from . import collector, dump
+from . import collector
 from .conventions import CLOSURE, Convention
 from .generated import Generated
 from .ir import Calling, Program
@@ -73,6 +73,14 @@ def lower(
 
 #: ``STITCHGEN_SOURCE_LINES=1``: source lines on wherever the option is not given
 SOURCE_LINES_ENV = "STITCHGEN_SOURCE_LINES"
+#: ``STITCHGEN_DUMP_DIR=DIR``: every generated module dumped there (see ``dump.py``)
+DUMP_ENV = "STITCHGEN_DUMP_DIR"
+
+
+def tracing() -> bool:
+    """Is ``TORCH_TRACE`` (structured tracing for tlparse) on? Then the code
+    is a ``trace_structured`` artifact too (see ``dump.py``, imported only then)."""
+    return bool(os.environ.get("TORCH_TRACE"))
 
 
 def _source_lines(option: bool | None) -> bool:
@@ -121,8 +129,8 @@ def generate(
         generated = _generate(
             gm, name, format, templates, opaque, boxed, inline, const_pool, passes, source_lines
         )
-        directory = dump_dir if dump_dir is not None else os.environ.get(dump.ENV) or None
-        if directory is not None or dump.tracing():
+        directory = dump_dir if dump_dir is not None else os.environ.get(DUMP_ENV) or None
+        if directory is not None or tracing():
             _dump(gm, generated, templates, format, directory)
         return generated
 
@@ -135,14 +143,16 @@ def _dump(
     directory: str | os.PathLike[str] | None,
 ) -> None:
     """The code, black-formatted under a header, to the dump directory and
-    the structured trace."""
+    the structured trace (``dump.py``: imported here, only when asked)."""
+    from . import dump
+
     program = generated.program
     assert program is not None  # generate's record always holds its IR
     code = generated.code if formatted else render(program, format=True, templates=templates)
     text = dump.dump_text(program, code, type(gm).__name__)
     if directory is not None:
         dump.write_dump(directory, program.name, text)
-    if dump.tracing():
+    if tracing():
         dump.emit_trace(lambda: text)
 
 

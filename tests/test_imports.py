@@ -19,7 +19,6 @@ COMPILE_PATH = {
     "stitchgen",
     "stitchgen.collector",
     "stitchgen.conventions",
-    "stitchgen.dump",
     "stitchgen.emitter",
     "stitchgen.errors",
     "stitchgen.expressions",
