@@ -47,8 +47,10 @@ __all__ = [
     "generate_execution_code_with_name",
 ]
 
-#: a bound piece's reference, as the convention spells it, with its index captured
-_SUBMOD_INDEX = re.compile(re.escape(VLLM.refs["submod"]).replace(r"\{index\}", r"(\d+)"))
+#: a bound piece's reference, as the convention spells it, with its index
+#: captured (compiled by re's cache, on first use: code with bound pieces)
+_SUBMOD_INDEX = re.escape(VLLM.refs["submod"]).replace(r"\{index\}", r"(\d+)")
+_SUBMOD_PREFIX = VLLM.refs["submod"].partition("{index}")[0]
 #: the vllm variant, for code whose entry takes no ``__vllm_submods__``
 _WITHOUT_SUBMODS = Templates(variant="vllm", globals={"vllm_entry_submods": False})
 
@@ -166,7 +168,7 @@ def compile_execution_fn(
         from .dump import emit_trace
 
         emit_trace(lambda: code, name="vllm_execution_code")
-    used = {int(i) for i in _SUBMOD_INDEX.findall(code)}
+    used = {int(i) for i in re.findall(_SUBMOD_INDEX, code)} if _SUBMOD_PREFIX in code else set()
     out_of_range = sorted(i for i in used if i >= len(submod_names))
     if out_of_range:
         raise BindingError(

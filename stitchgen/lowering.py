@@ -415,7 +415,7 @@ class _Lowerer:
                 ) from None
             if is_inlinable(child):
                 if self.lists_inlined:
-                    self.submod(path, inlined=True)
+                    self.declare(path, inlined=True)
                 callee = self.inline(child, path, node)
                 if kwargs and path in self.shared:
                     renamed = self.twin_keywords(path)
@@ -500,13 +500,18 @@ class _Lowerer:
 
     # -- children -------------------------------------------------------
 
-    def submod(self, path: str, inlined: bool = False) -> SubmodRef:
+    def submod(self, path: str) -> SubmodRef:
+        index = self.declare(path)
+        return SubmodRef(index, self.submod_decls[index].name)
+
+    def declare(self, path: str, inlined: bool = False) -> int:
+        """The index of the child ``path``'s declaration (made on first use)."""
         index = self.submod_index.get(path)
         if index is None:
             index = self.submod_index[path] = len(self.submod_decls)
             name = self.formats["submod"].format(path=path)
             self.submod_decls.append(SubmodDecl(name, path, inlined))
-        return SubmodRef(index, self.submod_decls[index].name)
+        return index
 
     def inline(self, child: fx.GraphModule, path: str, node: fx.Node) -> FunctionRef:
         if path not in self.inlined_index:

@@ -51,15 +51,16 @@ RESERVED = (
     | {"inf", "nan", "torch", "operator", "math", "builtins"}
 )
 
-_INVALID = re.compile(r"[^0-9A-Za-z_]")
-_SUFFIX = r"(.*)_(\d+)$"  # compiled on first use (by re's cache): only on a collision
+# compiled on first use (by re's cache): a name to sanitize, a collision
+_INVALID = r"[^0-9A-Za-z_]"
+_SUFFIX = r"(.*)_(\d+)$"
 
 
 def sanitize(hint: str) -> str:
     """An ASCII identifier close to ``hint`` (not yet checked for collisions)."""
     if is_identifier(hint):
         return hint
-    name = _INVALID.sub("_", hint) or "_"
+    name = re.sub(_INVALID, "_", hint) or "_"
     return "_" + name if name[0].isdigit() else name
 
 
