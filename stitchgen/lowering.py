@@ -697,14 +697,11 @@ def fingerprint(
     by_value = _BY_VALUE & policy.inline  # keyed as (type, value) right here: the common case
     index: dict[fx.Node, int] = {}
     parts: list[Any] = []
-    # ``_args``/``_kwargs`` are the fields FX's ``args``/``kwargs`` properties
-    # return (a property is a Python call per read on 3.11; this loop reads
-    # every node of every piece, cold): tests/test_lowering.py holds them equal
     for position, node in enumerate(gm.graph.nodes):
         op = node.op
         if op == "call_function" or op == "call_method":  # the common case first
             args: list[Any] = []
-            for a in node._args:
+            for a in node.args:
                 kind = type(a)
                 if kind is _Node:
                     args.append(index.get(a, -1))
@@ -712,7 +709,7 @@ def fingerprint(
                     args.append((kind, a))
                 else:
                     args.append(_key(a, index, policy))
-            kwargs = node._kwargs
+            kwargs = node.kwargs
             part: Any = (
                 op,
                 node.target if op == "call_method" else id(node.target),
@@ -724,7 +721,7 @@ def fingerprint(
         elif op == "placeholder":
             target = node.target
             stars = len(target) - len(target.lstrip("*")) if target[:1] == "*" else 0
-            default = _key(node._args, index, policy) if node._args else ()
+            default = _key(node.args, index, policy) if node.args else ()
             part = (op, stars, default)
         elif op == "call_module":
             return None
@@ -735,10 +732,10 @@ def fingerprint(
                 return None
             part = (op, _key(value, index, policy))
         else:  # output
-            kwargs = node._kwargs
+            kwargs = node.kwargs
             part = (
                 op,
-                _key(node._args, index, policy),
+                _key(node.args, index, policy),
                 _key(kwargs, index, policy) if kwargs else (),
             )
         index[node] = position
