@@ -42,7 +42,7 @@ def fuzz(session: nox.Session) -> None:
     examples = session.env.get("STITCHGEN_FUZZ_EXAMPLES", "2000")
     session.run(
         "pytest",
-        "tests/test_fuzz.py",
+        "tests/e2e/test_fuzz.py",
         "--hypothesis-show-statistics",
         env={"STITCHGEN_FUZZ_EXAMPLES": examples},
     )

@@ -141,7 +141,7 @@ def test_the_graph_is_not_empty():
 
 def test_tests_import_no_private_names():
     tests = Path(__file__).parent
-    for path in sorted(tests.glob("*.py")):
+    for path in sorted(tests.rglob("*.py")):
         tree = ast.parse(path.read_text())
         for node in ast.walk(tree):
             if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("stitchgen"):

@@ -17,7 +17,7 @@ With ``verify=True`` (``STITCHGEN_VERIFY=1``, and always in the test suite)
 the pass that broke it.
 
 A pass of your own — a hook before every piece call (tested in
-``tests/test_walker.py``; see docs/templates.md, "A pass of your own")::
+``tests/test_ir_walker.py``; see docs/templates.md, "A pass of your own")::
 
     import dataclasses
     from stitchgen import ir

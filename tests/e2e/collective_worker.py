@@ -1,4 +1,4 @@
-"""One rank of the 2-process collectives test (run by tests/test_collectives.py).
+"""One rank of the 2-process collectives test (run by tests/e2e/test_collectives.py).
 
 A stitching graph with functional collectives between pieces — all_reduce +
 wait_tensor, all_gather_into_tensor + wait_tensor — compiled by stitchgen and

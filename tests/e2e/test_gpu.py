@@ -13,7 +13,7 @@ import torch
 import stitchgen
 from stitchgen.demo import decoder_inputs, split_decoder
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.mark.gpu

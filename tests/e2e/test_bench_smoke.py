@@ -9,7 +9,7 @@ pytestmark = pytest.mark.slow
 
 
 def test_benchmark_suite_runs(capsys):
-    path = Path(__file__).resolve().parents[1] / "benchmarks" / "bench.py"
+    path = Path(__file__).resolve().parents[2] / "benchmarks" / "bench.py"
     spec = importlib.util.spec_from_file_location("stitchgen_bench", path)
     bench = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(bench)
@@ -22,7 +22,7 @@ def test_benchmark_suite_runs(capsys):
 
 
 def test_process_cold_benchmark_runs(capsys):
-    path = Path(__file__).resolve().parents[1] / "benchmarks" / "process_cold.py"
+    path = Path(__file__).resolve().parents[2] / "benchmarks" / "process_cold.py"
     spec = importlib.util.spec_from_file_location("stitchgen_process_cold", path)
     bench = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(bench)

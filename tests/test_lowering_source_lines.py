@@ -45,7 +45,7 @@ def test_a_traceback_through_the_code_names_the_models_line():
     with pytest.raises(IndexError) as info:
         compiled(x, torch.tensor([0, 7]))
     text = "".join(traceback.format_exception(info.value))
-    assert f"# test_source_lines.py:{_picked_line()} in forward" in text
+    assert f"# test_lowering_source_lines.py:{_picked_line()} in forward" in text
 
 
 def _graph_with_traces(trace):

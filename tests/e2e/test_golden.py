@@ -12,7 +12,7 @@ import stitchgen
 from stitchgen import golden
 from stitchgen.cli import main
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 NAMES = sorted(CASES)
 ENTRIES = golden.entries(ROOT)
 

@@ -14,7 +14,7 @@ pytestmark = pytest.mark.slow  # fresh processes
 SCRIPT = Path(sys.executable).parent / "stitchgen"
 
 
-EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "downstream_project"
+EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "downstream_project"
 
 
 @pytest.fixture

@@ -1,7 +1,7 @@
 """Differential fuzzing: random stitching graphs against fx.Interpreter.
 
 The normal suite runs a fixed number of examples; ``nox -s fuzz`` (or
-``STITCHGEN_FUZZ_EXAMPLES=2000 pytest tests/test_fuzz.py``) runs the long
+``STITCHGEN_FUZZ_EXAMPLES=2000 pytest tests/e2e/test_fuzz.py``) runs the long
 profile.
 """
 
