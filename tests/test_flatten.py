@@ -64,6 +64,23 @@ def test_only_unpacked_calls_are_spliced_and_unused_functions_dropped():
     assert_same(stitchgen.load(generated)(torch.ones(2)), gm(torch.ones(2)))
 
 
+def test_a_function_kept_behind_a_dropped_one_is_still_called_rightly():
+    """The first piece is spliced away (its function dropped), the second is
+    kept: its calls must now name its new place in the function list."""
+    graph = fx.Graph()
+    x = graph.placeholder("x")
+    a = graph.call_function(operator.getitem, (graph.call_module("first", (x,)), 0))
+    graph.output(graph.call_module("second", (a,)))  # returned whole: kept as a call
+    gm = fx.GraphModule({"first": _piece_returning(2), "second": _piece_returning(3)}, graph)
+    generated = stitchgen.generate(gm, inline="flatten")
+    assert _nested_defs(generated.code) == ["inlined_second", "execution_fn"]
+    program = generated.program
+    assert program is not None
+    (call,) = [s for s in program.entry.body if isinstance(s, stitchgen.ir.Call) and s.is_piece]
+    assert call.callee == stitchgen.ir.FunctionRef(0, "inlined_second")
+    assert_same(stitchgen.load(generated)(torch.ones(2)), gm(torch.ones(2)))
+
+
 def test_keyword_and_default_arguments_are_spliced_correctly():
     graph = fx.Graph()
     x = graph.placeholder("x")

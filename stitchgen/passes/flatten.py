@@ -51,7 +51,10 @@ def splice_inlined(program: Program) -> Program:
     used = _reachable(entry, done)
     kept = [done[fn.name] for fn in program.functions[:-1] if fn.name in used]
     index = {fn.name: i for i, fn in enumerate(kept)}
-    functions = tuple(_reindex(fn, index) for fn in (*kept, entry))
+    functions = (*kept, entry)
+    if any(index[fn.name] != i for i, fn in enumerate(program.functions[:-1]) if fn.name in index):
+        # a function dropped before one kept: the references behind it move up
+        functions = tuple(_reindex(fn, index) for fn in functions)
     return dataclasses.replace(program, functions=functions)
 
 
@@ -116,7 +119,8 @@ def _spliceable(call: Call, callee: Function, body: Sequence[Stmt], readers: lis
         stmt = body[j]
         ok = (
             isinstance(stmt, GetItem)
-            and stmt.obj == Name(call.target)
+            and type(stmt.obj) is Name
+            and stmt.obj.id == call.target
             and isinstance(stmt.index, Literal)
             and type(stmt.index.value) is int
             and -size <= stmt.index.value < size
