@@ -166,9 +166,7 @@ def _plain(cls: type, annotations: dict[str, Any]) -> bool:
     for name, annotation in annotations.items():
         if not isinstance(annotation, str):
             return False
-        if annotation.startswith(
-            ("InitVar", "dataclasses.InitVar", "KW_ONLY", "dataclasses.KW_ONLY")
-        ):
+        if annotation.startswith(_SPECIAL):
             return False
         if _is_classvar(annotation) and isinstance(cls.__dict__.get(name), dataclasses.Field):
             return False
@@ -204,6 +202,8 @@ def record(cls: T) -> T:
     for base in cls.__mro__[-1:0:-1]:
         inherited = base.__dict__.get("__dataclass_fields__")
         if inherited is not None:
+            if not base.__dict__["__dataclass_params__"].frozen:
+                raise TypeError("cannot inherit frozen dataclass from a non-frozen one")
             fields.update(inherited)
     for name, annotation in annotations.items():
         default = own.get(name, dataclasses.MISSING)

@@ -141,6 +141,17 @@ def test_bad_declarations_fail_as_with_dataclasses():
     with pytest.raises(TypeError, match="declares a Record subclass"):
         record(int)
 
+    @dataclasses.dataclass
+    class Loose(Record):
+        z: int = 0
+
+    for decorate in (record, _by_dataclasses):
+        with pytest.raises(TypeError, match="cannot inherit frozen dataclass from a non-frozen"):
+
+            @decorate
+            class Tight(Loose):
+                pass
+
 
 def test_what_record_does_not_read_itself_goes_to_dataclasses():
     """An ``InitVar`` or an evaluated annotation is left to ``dataclasses``:
