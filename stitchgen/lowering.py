@@ -772,9 +772,8 @@ def _key(value: Any, index: dict[fx.Node, int], policy: ConstantPolicy) -> Any:
     if kind in policy.inline:
         return (kind, value) if kind in _BY_VALUE else (kind, repr(value))
     display = _display(value, policy)
-    if display is list or display is tuple:  # graph values (the common items) keyed in line
-        items = [index.get(x, -1) if type(x) is _Node else _key(x, index, policy) for x in value]
-        return (display, tuple(items))
+    if display is list or display is tuple:
+        return (display, tuple([_key(x, index, policy) for x in value]))
     if display is dict:
         items = value.items()
         return (dict, tuple([(_key(k, index, policy), _key(v, index, policy)) for k, v in items]))
