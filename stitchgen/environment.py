@@ -60,7 +60,9 @@ class _Unsafe(jinja2.sandbox.SecurityError):
 _CONTEXTS = (jinja2.runtime.Context, jinja2.nodes.EvalContext, jinja2.Environment)
 #: the IR's classes: their public fields and methods are the template contract
 _IR_TYPES = frozenset(
-    v for v in vars(ir).values() if isinstance(v, type) and v.__module__ == ir.__name__
+    v
+    for v in vars(ir).values()
+    if isinstance(v, type) and v.__module__.rpartition(".")[0] == ir.__name__
 )
 
 

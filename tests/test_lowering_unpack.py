@@ -12,6 +12,7 @@ from oracle import assert_same
 import stitchgen
 from stitchgen import ir
 from stitchgen.demo import split_decoder
+from stitchgen.errors import ProgramError
 
 
 def two_outputs(scale=2.0):
@@ -179,5 +180,5 @@ def test_the_statement_is_plain_ir():
             ir.Return(ir.Name("a")),
         ),
     )
-    with pytest.raises(stitchgen.ir.ProgramError, match="assigns 'b' a second time"):
+    with pytest.raises(ProgramError, match="assigns 'b' a second time"):
         ir.verify(ir.Program("g", "bind", (), (), (), (inner, twice)))

@@ -41,7 +41,8 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Sequence
 
-from ..ir import Program, verify
+from .. import ir
+from ..ir import Program
 from ..records import Record, record
 from .liveness import insert_dels
 from .naming import assign_names
@@ -108,10 +109,10 @@ def run_passes(
         verify_each = os.environ.get("STITCHGEN_VERIFY") == "1"
     named = False  # module-level names are hints until the naming pass
     if verify_each:
-        verify(program, after="lowering", named=named)
+        ir.verify(program, after="lowering", named=named)  # imported on first use
     for step in pipeline_steps(inline, extra):
         program = step.run(program)
         named = named or step.names_final
         if verify_each:
-            verify(program, after=step.label, named=named)
+            ir.verify(program, after=step.label, named=named)
     return program
