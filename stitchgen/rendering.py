@@ -35,11 +35,11 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
 from .conventions import CLOSURE, VLLM, Convention, name_formats
-from .emitter import emit, emit_for
 from .errors import TemplateError
 from .expressions import Writer
 from .ir import Program
 from .layout import Unsure
+from .variant_emitters import emit, emit_for
 
 if TYPE_CHECKING:
     import jinja2

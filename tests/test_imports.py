@@ -46,6 +46,7 @@ COMPILE_PATH = {
     "stitchgen.records",
     "stitchgen.references",
     "stitchgen.rendering",
+    "stitchgen.variant_emitters",
     "stitchgen.version",
 }
 
