@@ -190,10 +190,11 @@ def _generate(
         _warn_unprofiled(gm, program)
     code = render(program, format=format, templates=templates)
     code_object = None if shipped else _compiled(code, program.name, templates)
+    # the children the lowering found (an opaque one's value is None: the caller binds it)
     defaults = {
-        s.path: fetch_attr(gm, s.path)
-        for s in program.submods
-        if not s.inlined and s.path not in opaque
+        s.path: child
+        for s, child in zip(program.submods, program.submod_values, strict=True)
+        if not s.inlined and child is not None
     }
     return Generated(
         code=code,

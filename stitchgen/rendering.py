@@ -234,7 +234,7 @@ class Templates:
         written in black's layout (black runs only for a line shape the
         layout does not know). Otherwise the templates render through Jinja
         (cached: the last 16 programs, keyed by the program — without its
-        constant objects, which the cache never holds — and by the
+        constant objects and child modules, which the cache never holds — and by the
         modification times of the files in ``dirs``, so an edited template
         is seen), then black formats the result if asked."""
         if self.builtin_in_effect:
@@ -251,7 +251,7 @@ class Templates:
         )
 
     def _render_templates(self, program: Program) -> str:
-        key = _Key(dataclasses.replace(program, const_values=()), self._stamp())
+        key = _Key(dataclasses.replace(program, const_values=(), submod_values=()), self._stamp())
         with self._lock:
             cached = self._rendered.pop(key, None)
             if cached is not None:

@@ -1,6 +1,7 @@
 """Lowering: every node op, and a clear error for every graph we refuse."""
 
 import collections
+import dataclasses
 import operator
 
 import pytest
@@ -9,6 +10,7 @@ import torch.fx as fx
 
 import stitchgen
 from stitchgen import CodegenError
+from stitchgen.conventions import VLLM
 
 
 def _lazy(root, graph):
@@ -188,3 +190,51 @@ def test_two_nodes_with_one_name_are_refused():
     _lint_fails(gm)
     with pytest.raises(CodegenError, match=r"node 'add' \(op call_function, target _operator.mul"):
         stitchgen.lower(gm)
+
+
+def _with_children():
+    """A root calling an opaque child, a bound (non-GraphModule) child and
+    an inlined GraphModule child."""
+    root = torch.nn.Module()
+    root.opaque = torch.nn.ReLU()
+    root.bound = torch.nn.Linear(2, 2)
+    root.piece = fx.symbolic_trace(lambda x: x + 1)
+    graph = fx.Graph()
+    x = graph.placeholder("x")
+    a = graph.call_module("opaque", (x,))
+    b = graph.call_module("bound", (a,))
+    graph.output(graph.call_module("piece", (b,)))
+    return fx.GraphModule(root, graph)
+
+
+def test_the_lowering_hands_over_the_children_it_found():
+    gm = _with_children()
+    program = stitchgen.lower(gm, opaque=["opaque"])
+    found = dict(zip([s.path for s in program.submods], program.submod_values, strict=True))
+    assert found.keys() == {"opaque", "bound"}
+    assert found["bound"] is gm.bound  # the very object, not a copy
+    assert found["opaque"] is None  # named opaque: its caller binds it
+    vllm = stitchgen.lower(gm, opaque=["opaque"], convention=VLLM)  # lists inlined children
+    listed = dict(zip([s.path for s in vllm.submods], vllm.submod_values, strict=True))
+    assert listed["piece"] is gm.piece
+    assert "submod_values" not in repr(program)
+
+
+def test_generate_binds_the_children_the_lowering_found():
+    gm = _with_children()
+    generated = stitchgen.generate(gm, opaque=["opaque"], format=False)
+    assert dict(generated.submods) == {"bound": gm.bound}
+    assert generated.submods["bound"] is gm.bound
+    fn = stitchgen.load(generated, {"opaque": gm.opaque})
+    x = torch.randn(3, 2)
+    torch.testing.assert_close(fn(x), gm(x), rtol=0, atol=0)
+
+
+def test_the_verifier_holds_children_to_their_declarations():
+    from stitchgen.errors import ProgramError
+
+    program = stitchgen.lower(_with_children(), opaque=["opaque"])
+    stitchgen.ir.verify(program)
+    broken = dataclasses.replace(program, submod_values=program.submod_values[:1])
+    with pytest.raises(ProgramError, match="2 submodules declared, 1 found"):
+        stitchgen.ir.verify(broken)

@@ -122,6 +122,29 @@ def test_rendered_source_is_cached_without_holding_constants(tmp_path):
     assert ref() is None  # the cache keys programs without their constant objects
 
 
+def test_rendered_source_is_cached_without_holding_children(tmp_path):
+    import gc
+    import weakref
+
+    import torch
+
+    (tmp_path / "module.py.j2").write_text('{% extends "stitchgen/module.py.j2" %}')
+    templates = Templates(tmp_path)
+    root = torch.nn.Module()
+    root.child = torch.nn.ReLU()
+    ref = weakref.ref(root.child)
+    graph = fx.Graph()
+    graph.output(graph.call_module("child", (graph.placeholder("x"),)))
+    gm = fx.GraphModule(root, graph)
+    program = stitchgen.lower(gm)
+    assert program.submod_values == (root.child,)
+    first = stitchgen.render(program, format=False, templates=templates)
+    assert stitchgen.render(stitchgen.lower(gm), format=False, templates=templates) is first
+    del gm, root, graph, program
+    gc.collect()
+    assert ref() is None  # the cache keys programs without their child modules
+
+
 def test_an_edited_template_is_seen_despite_the_cache(tmp_path):
     import os
 

@@ -291,6 +291,10 @@ class Program(Node):
     const_values: tuple[Any, ...] = field(default=(), compare=False, repr=False)
     #: call targets bound once (the ``targets`` pass fills it)
     targets: tuple[TargetDecl, ...] = ()
+    #: the child object the lowering found for each of ``submods`` (None for
+    #: one named opaque: its caller binds it); beside the program, as
+    #: ``const_values``: never compared, never in the JSON
+    submod_values: tuple[Any, ...] = field(default=(), compare=False, repr=False)
 
     def __init__(
         self,
@@ -303,6 +307,7 @@ class Program(Node):
         reserved: tuple[str, ...] = (),
         const_values: tuple[Any, ...] = (),
         targets: tuple[TargetDecl, ...] = (),
+        submod_values: tuple[Any, ...] = (),
     ) -> None:
         d = self.__dict__
         d["name"] = name
@@ -314,6 +319,7 @@ class Program(Node):
         d["reserved"] = reserved
         d["const_values"] = const_values
         d["targets"] = targets
+        d["submod_values"] = submod_values
 
     @property
     def entry(self) -> Function:

@@ -37,6 +37,8 @@ def verify(program: Program, *, after: str = "", named: bool = True) -> None:
         fail(f"module-level names {dupes} are not unique")
     if len(program.const_values) not in (0, len(program.consts)):
         fail(f"{len(program.consts)} constants declared, {len(program.const_values)} bound")
+    if len(program.submod_values) not in (0, len(program.submods)):
+        fail(f"{len(program.submods)} submodules declared, {len(program.submod_values)} found")
     for position, fn in enumerate(program.functions):
         _verify_function(program, position, fn, fail)
 

@@ -80,6 +80,8 @@ class Lowerer:
         self.const_decls: list[ConstDecl] = []
         self.submod_index: dict[str, int] = {}
         self.submod_decls: list[SubmodDecl] = []
+        #: the child object found for each declaration (None: named opaque)
+        self.submod_values: list[Any] = []
         self.functions: list[Function] = []  # the distinct inlined functions, in order
         #: inlined children by qualified name -> their function in ``functions``
         #: (twins share one)
@@ -186,13 +188,13 @@ class Lowerer:
                 ) from None
             if is_inlinable(child):
                 if self.lists_inlined:
-                    self.declare(path, inlined=True)
+                    self.declare(path, inlined=True, child=child)
                 callee = self.inline(child, path, node)
                 if kwargs and path in self.shared:
                     renamed = self.twin_keywords(path)
                     kwargs = tuple((renamed.get(k, k), v) for k, v in kwargs)
             elif callable(child):
-                callee = self.submod(path)
+                callee = self.submod(path, child)
             else:
                 raise CodegenError(f"call_module target {target!r} is not callable", node)
         if self.unpack and type(callee) is FunctionRef:
@@ -271,17 +273,19 @@ class Lowerer:
 
     # -- children -------------------------------------------------------
 
-    def submod(self, path: str) -> SubmodRef:
-        index = self.declare(path)
+    def submod(self, path: str, child: Any = None) -> SubmodRef:
+        index = self.declare(path, child=child)
         return SubmodRef(index, self.submod_decls[index].name)
 
-    def declare(self, path: str, inlined: bool = False) -> int:
-        """The index of the child ``path``'s declaration (made on first use)."""
+    def declare(self, path: str, inlined: bool = False, child: Any = None) -> int:
+        """The index of the child ``path``'s declaration (made on first use;
+        ``child`` is the object found for it, None for one named opaque)."""
         index = self.submod_index.get(path)
         if index is None:
             index = self.submod_index[path] = len(self.submod_decls)
             name = self.formats["submod"].format(path=path)
             self.submod_decls.append(SubmodDecl(name, path, inlined))
+            self.submod_values.append(child)
         return index
 
     def inline(self, child: fx.GraphModule, path: str, node: fx.Node) -> FunctionRef:

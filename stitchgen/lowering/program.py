@@ -123,4 +123,5 @@ def build_program(
         functions=(*lowerer.functions, entry),
         reserved=tuple(sorted({*reserve, *convention.helpers})),
         const_values=tuple(lowerer.const_values),
+        submod_values=tuple(lowerer.submod_values),
     )
