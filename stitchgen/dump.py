@@ -18,7 +18,7 @@ import warnings
 from collections.abc import Callable
 from pathlib import Path
 
-from .ir import Program
+from .ir import Program, writes
 from .version import __version__, torch_version
 
 __all__ = ["dump_text", "emit_trace", "write_dump"]
@@ -28,7 +28,10 @@ def dump_text(program: Program, formatted_code: str, graph: str) -> str:
     """The dumped text: a header, then the black-formatted code."""
     pieces = [s.path for s in program.submods if not s.inlined]
     inlined = [fn.origin for fn in program.functions[:-1] if fn.origin]
-    inputs = [p.keyword or p.name for p in program.entry.params]
+    entry = program.entry
+    # a boxed entry's inputs are what its opening unpacks from its one list
+    unboxed = [name for stmt in entry.opening for name in writes(stmt)]
+    inputs = unboxed or [p.keyword or p.name for p in entry.params]
     header = [
         f"# stitchgen dump: {graph} -> {program.name}",
         f"# bound pieces: {', '.join(pieces) or 'none'}",

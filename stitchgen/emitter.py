@@ -185,39 +185,42 @@ class Emitter:
         self.body(fn, indent + INDENT)
 
     def signature(self, fn: Function, indent: str) -> None:
-        """The ``def`` line (a boxed function takes its one list)."""
-        params = [ident(fn.box)] if fn.box else self.writer.param_items(fn.params)
-        self.define(indent, ident(fn.name), params)
+        """The ``def`` line."""
+        self.define(indent, ident(fn.name), self.writer.param_items(fn.params))
 
     def unbox(self, fn: Function, indent: str) -> None:
-        """What runs before the body: a boxed function's unpacking of its
-        list, and the list cleared (the ``unbox`` block; nothing otherwise)."""
-        if not fn.box:
-            return
-        box = ident(fn.box)
-        body = indent
-        if fn.params:
-            params = name_items(fn.params)
-            targets = ", ".join(params)
-            text = f"{body}{targets} = {box}"
-            if len(params) > 1 and self.black and not fits(text):
-                if fits(f"{body}{targets} = ("):  # black wraps the right-hand side
-                    self.out.append(f"{body}{targets} = (\n{body}    {box}\n{body})\n")
+        """What runs first: the statements that open the body
+        (:attr:`~stitchgen.ir.Function.opening`: a boxed function's
+        unpacking of its list, and the list emptied) — the ``unbox`` block;
+        nothing for a plain function."""
+        for stmt in fn.opening:
+            self.unpack(stmt, indent)
+
+    def unpack(self, stmt: Any, indent: str) -> None:
+        """``a, b = args`` and ``args.clear()`` (an :class:`~stitchgen.ir.Unbox`)."""
+        box = ident(stmt.box)
+        if stmt.targets:
+            targets = name_items(stmt.targets)
+            joined = ", ".join(targets)
+            text = f"{indent}{joined} = {box}"
+            if len(targets) > 1 and self.black and not fits(text):
+                if fits(f"{indent}{joined} = ("):  # black wraps the right-hand side
+                    self.out.append(f"{indent}{joined} = (\n{indent}    {box}\n{indent})\n")
                 else:  # ... or parenthesizes the targets and explodes them
-                    self.out.append(bracketed(body, "", "(", params, f") = {box}", display=True))
-            elif len(params) > 1:
+                    self.out.append(bracketed(indent, "", "(", targets, f") = {box}", display=True))
+            elif len(targets) > 1:
                 self.line(text)
             elif self.black:
-                self.line(f"{body}({params[0]},) = {box}")  # black parenthesizes x, = ...
+                self.line(f"{indent}({targets[0]},) = {box}")  # black parenthesizes x, = ...
             else:
-                self.line(f"{body}{params[0]}, = {box}")
-        self.line(f"{body}{box}.clear()")
+                self.line(f"{indent}{targets[0]}, = {box}")
+        self.line(f"{indent}{box}.clear()")
 
     def body(self, fn: Function, indent: str) -> None:
         # the class's table of plain functions: bound methods kept on the
         # instance would tie it (and the program) into a reference cycle
         dispatch = type(self)._dispatch
-        for stmt in fn.body:
+        for stmt in fn.statements:
             block = dispatch.get(getattr(stmt, "template", None))  # type: ignore[arg-type]
             if block is None:
                 raise TemplateError(

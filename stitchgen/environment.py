@@ -186,8 +186,6 @@ def program_names(program: Program) -> frozenset[str]:
     names.update(c.name for c in program.consts)
     for fn in program.functions:
         names.add(fn.name)
-        if fn.box:
-            names.add(fn.box)
         names.update(p.name for p in fn.params)
         for stmt in fn.body:
             names.update(ir.writes(stmt))

@@ -60,11 +60,17 @@ class Schema:
         #: ``(field, role)`` for the fields holding the locals a statement
         #: assigns (``target``: one; ``targets``: a tuple, unpacked in order)
         self.writing = tuple((n, role) for n, role in self.roles if role in ("target", "targets"))
-        #: the fields holding the locals a statement deletes
-        self.deleting = tuple(n for n, role in self.roles if role == "deletes")
-        #: the fields holding expressions a statement reads
+        #: ``(field, role)`` for the fields holding the locals a statement
+        #: deletes (``deletes``: a tuple) or ends (``consumes``: one)
+        self.deleting = tuple(
+            (n, role) for n, role in self.roles if role in ("deletes", "consumes")
+        )
+        #: ``(field, role)`` for the fields a statement reads: expressions,
+        #: and a local it consumes
         self.reading = tuple(
-            (n, role) for n, role in self.roles if role in ("expr", "exprs", "kwargs", "pairs")
+            (n, role)
+            for n, role in self.roles
+            if role in ("expr", "exprs", "kwargs", "pairs", "consumes")
         )
 
 

@@ -112,3 +112,13 @@ def test_an_unwritable_dump_dir_does_not_fail_the_console_script(tmp_path):
     assert result.returncode == 0
     assert "outputs equal to the GraphModule: True" in result.stdout
     assert "cannot write the generated code" in result.stderr
+
+
+def test_a_boxed_dump_names_the_inputs_its_list_holds(tmp_path):
+    split_gm, inputs = split_decoder(1)
+    fn = stitchgen.compile(split_gm, boxed=True, dump_dir=tmp_path)
+    assert torch.equal(fn(list(inputs)), split_gm(*inputs))
+    (path,) = tmp_path.iterdir()
+    (line,) = [x for x in path.read_text().splitlines() if x.startswith("# inputs:")]
+    placeholders = [n.name for n in split_gm.graph.find_nodes(op="placeholder")]
+    assert line == f"# inputs: {', '.join(placeholders)}"  # not the list itself

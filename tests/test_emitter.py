@@ -152,8 +152,10 @@ STATEMENTS = st.one_of(
 def programs(draw):
     params = tuple(ir.Param(n) for n in draw(st.lists(IDENTS, max_size=14, unique=True)))
     body = (*draw(st.lists(STATEMENTS, max_size=8)), ir.Return(draw(expressions())))
-    box = draw(st.sampled_from(["", "", "args"]))
-    entry = ir.Function("execution_fn", params, body, box=box)
+    if draw(st.sampled_from([False, False, True])):  # boxed: the list, unpacked first
+        body = (ir.Unbox(tuple(p.name for p in params), "args"), *body)
+        params = (ir.Param("args"),)
+    entry = ir.Function("execution_fn", params, body)
     consts = tuple(ir.ConstDecl(n, "a constant") for n in draw(st.lists(IDENTS, max_size=10)))
     return ir.Program("execution_fn", "bind", ("torch",), (), consts, (entry,))
 

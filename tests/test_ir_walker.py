@@ -30,6 +30,9 @@ def test_every_statement_class_has_its_block_and_its_branch():
     }
     for cls in ir.STATEMENTS:
         assert cls.template in blocks, f"{cls.__name__}: no block {cls.template!r}"
+        if cls is ir.Unbox:  # it opens the body: the function-level unbox block is its
+            assert "unbox" not in dispatched
+            continue
         assert cls.template in dispatched, f"{cls.__name__}: the dispatch never selects it"
 
 
@@ -170,3 +173,28 @@ def test_a_pass_of_your_own_instruments_every_piece_call():
     assert_same(fn(*case.inputs), case.expected())
     assert downstream_hooks.calls == ["pass:submod_0", "pass:submod_1", "pass:submod_2"]
     assert downstream_templates  # the same hook the template example uses
+
+
+def test_an_unbox_is_read_written_and_consumed_by_the_walker():
+    stmt = ir.Unbox(("x", "y"), "args")
+    assert ir.reads(stmt) == ["args"]
+    assert ir.writes(stmt) == ["x", "y"]
+    assert ir.deletes(stmt) == ["args"]  # consumed: not live after it
+    assert ir.defines(stmt) is None
+    renamed = ir.map_stmt(stmt, local=str.upper)
+    assert renamed == ir.Unbox(("X", "Y"), "ARGS")
+    assert ir.map_stmt(stmt, local=lambda name: name) is stmt
+
+
+def test_the_verifier_holds_an_unbox_to_the_opening():
+    program = stitchgen.lower(torch.fx.symbolic_trace(lambda x: x + 1), boxed=True)
+    ir.verify(program)
+    entry = program.entry
+    unbox, *rest = entry.body
+    moved = dataclasses.replace(entry, body=(ir.Assign("z", ir.Literal(1)), unbox, *rest))
+    with pytest.raises(ProgramError, match="an Unbox opens its function"):
+        ir.verify(dataclasses.replace(program, functions=(moved,)))
+    # read after it: the list is consumed
+    again = dataclasses.replace(entry, body=(unbox, ir.Assign("z", ir.Name("args")), *rest))
+    with pytest.raises(ProgramError, match="reads 'args' after its del"):
+        ir.verify(dataclasses.replace(program, functions=(again,)))

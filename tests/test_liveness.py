@@ -8,6 +8,7 @@ import torch
 import torch.fx as fx
 
 import stitchgen
+from stitchgen import ir
 from stitchgen.ir import Call, Del, Function, GetItem, GlobalRef, Name, Param, Return, TupleExpr
 from stitchgen.passes.liveness import place_dels
 
@@ -163,3 +164,41 @@ def test_boxed_code_unpacks_and_clears_its_list():
     assert "def execution_fn(args):\n        (x,) = args\n        args.clear()\n" in code
     with __import__("pytest").raises(ValueError, match="not part of the vllm convention"):
         stitchgen.generate(_two_pieces(), boxed=True, templates="vllm")
+
+
+def _unread_input():
+    graph = fx.Graph()
+    x = graph.placeholder("x")
+    graph.placeholder("unused")
+    graph.output(graph.call_function(torch.relu, (x,)))
+    return fx.GraphModule({}, graph)
+
+
+def test_boxed_unpacking_is_a_statement_the_passes_see():
+    program = stitchgen.lower(_unread_input(), boxed=True)
+    entry = program.entry
+    assert entry.params == (ir.Param("args"),)
+    assert entry.opening == (ir.Unbox(("x", "unused"), "args"),)
+    assert entry.body[0] is entry.opening[0]
+    # liveness: the unread input dies right after the unpacking; the list is
+    # consumed by it (emptied), so no del is written for it
+    assert entry.body[1] == ir.Del(("unused",))
+    assert not any("args" in ir.deletes(s) for s in entry.body if type(s) is ir.Del)
+    code = stitchgen.generate(_unread_input(), boxed=True, format=False).code
+    assert "x, unused = args\n        args.clear()\n        del unused\n" in code
+    fn = stitchgen.compile(_unread_input(), boxed=True)
+    inputs = [torch.randn(3), torch.randn(2)]
+    expected = torch.relu(inputs[0])
+    assert torch.equal(fn(inputs), expected) and inputs == []
+
+
+def test_a_local_named_args_keeps_its_name_and_the_list_is_named_apart():
+    graph = fx.Graph()
+    args = graph.placeholder("args")
+    graph.output(graph.call_function(torch.neg, (args,)))
+    program = stitchgen.lower(fx.GraphModule({}, graph), boxed=True)
+    assert program.entry.params == (ir.Param("args_1"),)
+    assert program.entry.opening == (ir.Unbox(("args",), "args_1"),)
+    fn = stitchgen.compile(fx.GraphModule({}, graph), boxed=True)
+    t = torch.randn(3)
+    assert torch.equal(fn([t]), -t)

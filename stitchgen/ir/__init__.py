@@ -76,6 +76,7 @@ from .statements import (
     Stmt,
     SubmodDecl,
     TargetDecl,
+    Unbox,
     UnpackCall,
 )
 from .walker import defines, deletes, map_bodies, map_expr, map_stmt, reads, writes
@@ -116,6 +117,7 @@ __all__ = [
     "TargetDecl",
     "TargetRef",
     "TupleExpr",
+    "Unbox",
     "UnpackCall",
     "defines",
     "deletes",

@@ -19,6 +19,9 @@ KWARGS = {"role": "kwargs"}  # a tuple of (keyword, expression) pairs
 TARGET = {"role": "target"}  # the local a statement assigns
 TARGETS = {"role": "targets"}  # the locals a statement assigns, unpacked in order
 DELETES = {"role": "deletes"}  # the locals a statement deletes
+#: the local a statement reads for the last time and ends (no ``del`` is
+#: written for it: a boxed function's list, emptied by its unpacking)
+CONSUMES = {"role": "consumes"}
 
 #: the IR's classes by name (``from_json``), filled by ``Node``
 CLASSES: dict[str, type[Node]] = {}

@@ -10,6 +10,7 @@ from typing import Any, ClassVar
 
 from ..records import record
 from .nodes import (
+    CONSUMES,
     DELETES,
     EXPR,
     EXPRS,
@@ -167,7 +168,26 @@ class Return(Node):
         self.__dict__["value"] = value
 
 
-Stmt = Assign | Call | UnpackCall | GetItem | Del | Return
+@record
+class Unbox(Node):
+    """``targets[0], targets[1], ... = box`` then ``box.clear()``: the
+    boxed-inputs convention (Inductor's ``call(args)``). The function takes
+    one list, ``box``; this statement, which opens its body, takes the inputs
+    from it and empties it, so the caller's list does not keep them alive.
+    It is the list's last use: it *consumes* ``box`` (:func:`deletes` names
+    it, and no ``del`` is written for it). The ``unbox`` block renders it."""
+
+    targets: tuple[str, ...] = field(metadata=TARGETS)
+    box: str = field(metadata=CONSUMES)
+    template: ClassVar[str] = "unbox"
+
+    def __init__(self, targets: tuple[str, ...], box: str) -> None:
+        d = self.__dict__
+        d["targets"] = targets
+        d["box"] = box
+
+
+Stmt = Assign | Call | UnpackCall | GetItem | Del | Return | Unbox
 
 #: every statement class, from the ``Stmt`` union
 STATEMENTS: tuple[type, ...] = typing.get_args(Stmt)
@@ -206,10 +226,6 @@ class Function(Node):
     #: where the function came from: "" for the root graph, else the
     #: qualified name of the inlined child module.
     origin: str = ""
-    #: the boxed-inputs convention: the function takes one list, named
-    #: ``box``, unpacks it into ``params`` and clears it, so the caller's
-    #: list does not keep the inputs alive ("" for a plain signature)
-    box: str = ""
 
     def __init__(
         self,
@@ -217,14 +233,28 @@ class Function(Node):
         params: tuple[Param, ...],
         body: tuple[Stmt, ...],
         origin: str = "",
-        box: str = "",
     ) -> None:
         d = self.__dict__
         d["name"] = name
         d["params"] = params
         d["body"] = body
         d["origin"] = origin
-        d["box"] = box
+
+    @property
+    def opening(self) -> tuple[Stmt, ...]:
+        """The statements that open the body — a boxed function's
+        :class:`Unbox` — which the ``unbox`` block renders."""
+        count = 0
+        for stmt in self.body:
+            if type(stmt) is not Unbox:
+                break
+            count += 1
+        return self.body[:count]
+
+    @property
+    def statements(self) -> tuple[Stmt, ...]:
+        """The body after its :attr:`opening` (what the ``body`` block renders)."""
+        return self.body[len(self.opening) :]
 
 
 @record

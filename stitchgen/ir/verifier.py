@@ -7,7 +7,7 @@ from typing import Any
 
 from ..errors import ProgramError
 from .nodes import ConstRef, FunctionRef, SubmodRef, TargetRef
-from .statements import STATEMENTS, Function, Program, Return, Stmt
+from .statements import STATEMENTS, Function, Program, Return, Stmt, Unbox
 from .walker import deletes, map_expr, map_stmt, reads, writes
 
 
@@ -19,7 +19,8 @@ def verify(program: Program, *, after: str = "", named: bool = True) -> None:
     assigned once and deleted once; names are unique per scope (parameters,
     functions, bindings); every binding reference is declared (index and
     name); every call to an inlined function refers to one defined before
-    its caller; the entry is last and named ``program.name``. Module-level
+    its caller; an :class:`Unbox` only opens a function; the entry is last
+    and named ``program.name``. Module-level
     names are checked for uniqueness only when ``named`` (after the naming
     pass: before it they are hints)."""
     where = f" after {after}" if after else ""
@@ -57,6 +58,8 @@ def _verify_function(
         at = f"function {fn.name!r}, statement {i} ({type(stmt).__name__})"
         if not isinstance(stmt, STATEMENTS):
             fail(f"{at}: not an IR statement")
+        if type(stmt) is Unbox and i >= len(fn.opening):
+            fail(f"{at}: an Unbox opens its function, before any other statement")
         for name in reads(stmt):
             if name not in live:
                 state = "after its del" if name in seen else "before it is defined"

@@ -109,12 +109,12 @@ def map_stmt(
 ) -> Stmt:
     """``stmt`` rebuilt with ``expr`` applied to each of its expressions
     (whole: combine with :func:`map_expr` to reach leaves) and ``local`` to
-    each local it assigns or deletes; every other field is kept (``stmt``
-    itself when nothing changed)."""
+    each local it assigns, deletes or consumes; every other field is kept
+    (``stmt`` itself when nothing changed)."""
     changes: dict[str, Any] = {}
     for name, role in _roles(type(stmt)):
         value = getattr(stmt, name)
-        if role == "target":
+        if role == "target" or role == "consumes":
             if local is not None:
                 changes[name] = local(value)
         elif role in ("targets", "deletes"):
@@ -173,6 +173,8 @@ def reads(stmt: Stmt) -> list[str]:
         elif role == "kwargs":
             for _, item in value:
                 _collect_names(item, out)
+        elif role == "consumes":
+            out.append(value)
         else:  # pairs
             for key, item in value:
                 _collect_names(key, out)
@@ -192,10 +194,14 @@ def writes(stmt: Stmt) -> list[str]:
 
 
 def deletes(stmt: Stmt) -> list[str]:
-    """Local names a statement deletes."""
+    """Local names a statement deletes — a ``Del`` — or consumes (reads for
+    the last time and ends: an :class:`Unbox`'s list): none is live after it."""
     out: list[str] = []
-    for name in _schema(type(stmt)).deleting:
-        out.extend(getattr(stmt, name))
+    for name, role in _schema(type(stmt)).deleting:
+        if role == "consumes":
+            out.append(getattr(stmt, name))
+        else:
+            out.extend(getattr(stmt, name))
     return out
 
 

@@ -12,7 +12,8 @@ import torch.fx as fx
 from ..conventions import CLOSURE, Convention, name_formats
 from ..errors import CodegenError
 from ..identifiers import is_identifier
-from ..ir import Program
+from ..ir import Function, Param, Program, Unbox, writes
+from ..passes.naming import Namespace
 from ..records import Record, record
 from .lowerer import Lowerer
 from .pytree import pytree_entry
@@ -107,7 +108,7 @@ def build_program(
             raise CodegenError(
                 f"boxed inputs need plain positional parameters; {odd} have defaults or are *args"
             )
-        entry = dataclasses.replace(entry, box="args")
+        entry = _boxed(entry)
     unused = lowerer.opaque - set(lowerer.submod_index)
     if unused:
         raise CodegenError(
@@ -125,3 +126,13 @@ def build_program(
         const_values=tuple(lowerer.const_values),
         submod_values=tuple(lowerer.submod_values),
     )
+
+
+def _boxed(entry: Function) -> Function:
+    """``entry`` taking its inputs as one list (``args``, named apart from
+    every local), which an :class:`~stitchgen.ir.Unbox` opening the body
+    unpacks and empties."""
+    taken = {p.name for p in entry.params} | {t for s in entry.body for t in writes(s)}
+    box = Namespace(taken).create("args")
+    unbox = Unbox(tuple(p.name for p in entry.params), box)
+    return dataclasses.replace(entry, params=(Param(box),), body=(unbox, *entry.body))

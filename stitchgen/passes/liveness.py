@@ -7,7 +7,9 @@ For every function of a program, existing ``Del`` statements are dropped
   included — a parameter never read is deleted before the first statement);
 * right after the statement that makes a local nobody reads (the statement
   still runs: calls keep their side effects and their order);
-* never for a local that the ``Return`` reads, and never after the ``Return``.
+* never for a local that the ``Return`` reads, and never after the ``Return``;
+* never for a local a statement consumes (an ``Unbox``'s list: emptied, it
+  holds nothing).
 
 Locals are single-assignment (FX node names), so a name's last use is
 unambiguous. Names in one ``Del`` appear in the order they were defined.
@@ -17,7 +19,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from ..ir import Del, Function, Program, Return, Stmt, reads, writes
+from ..ir import Del, Function, Program, Return, Stmt, deletes, reads, writes
 
 __all__ = ["insert_dels", "place_dels"]
 
@@ -43,6 +45,7 @@ def place_dels(fn: Function) -> Function:
             continue
         for name in reads(stmt):
             position[name] = i
+        keep.update(deletes(stmt))  # consumed (Dels are gone): nothing to free
         for target in writes(stmt):
             if target not in order:
                 order[target] = len(order)

@@ -157,7 +157,7 @@ def assign_names(program: Program) -> Program:
             for target in writes(stmt):
                 if target not in names:
                     names[target] = ns.create(target)
-        if globals_kept and not fn.box and all(k == v for k, v in names.items()):
+        if globals_kept and all(k == v for k, v in names.items()):
             functions.append(fn)
             continue
         renamer.locals = names
@@ -167,8 +167,7 @@ def assign_names(program: Program) -> Program:
         )
         body = tuple(renamer.stmt(s) for s in fn.body)
         name = program.name if fn is entry else fn_names[fn.name]
-        box = ns.create(fn.box) if fn.box else ""
-        functions.append(Function(name, new_params, body, fn.origin, box))
+        functions.append(Function(name, new_params, body, fn.origin))
     return dataclasses.replace(
         program,
         binder=binder,
