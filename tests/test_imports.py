@@ -35,7 +35,6 @@ COMPILE_PATH = {
     "stitchgen.lowering",
     "stitchgen.lowering.lowerer",
     "stitchgen.lowering.program",
-    "stitchgen.lowering.pytree",
     "stitchgen.lowering.reading",
     "stitchgen.lowering.twins",
     "stitchgen.passes",

@@ -16,7 +16,6 @@ from ..ir import Function, Param, Program, Unbox, writes
 from ..passes.naming import Namespace
 from ..records import Record, record
 from .lowerer import Lowerer
-from .pytree import pytree_entry
 from .reading import pytree_info
 
 
@@ -99,6 +98,8 @@ def build_program(
         lowerer.pool(const_pool.values, const_pool.index)
     entry = lowerer.function(gm, prefix="", name=name)
     if pytree_info(gm) is not None:
+        from .pytree import pytree_entry  # imported for such a graph only (start-up)
+
         entry = pytree_entry(gm, entry, lowerer.callable, lowerer.lift)
     if boxed:
         if not convention.boxed:
