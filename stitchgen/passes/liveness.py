@@ -20,6 +20,7 @@ from __future__ import annotations
 import dataclasses
 
 from ..ir import Del, Function, Program, Return, Stmt, deletes, reads, writes
+from ..records import schema_of
 
 __all__ = ["insert_dels", "place_dels"]
 
@@ -39,13 +40,19 @@ def place_dels(fn: Function) -> Function:
         order[param.name] = len(order)
         position[param.name] = -1
     keep: set[str] = set()
+    consumes: dict[type, bool] = {}  # by statement class: does it consume a local?
     for i, stmt in enumerate(body):
-        if type(stmt) is Return:
+        kind = type(stmt)
+        if kind is Return:
             keep.update(reads(stmt))
             continue
         for name in reads(stmt):
             position[name] = i
-        keep.update(deletes(stmt))  # consumed (Dels are gone): nothing to free
+        consuming = consumes.get(kind)
+        if consuming is None:
+            consuming = consumes[kind] = bool(schema_of(kind).deleting)
+        if consuming:  # (Dels are gone): what it consumes needs no del
+            keep.update(deletes(stmt))
         for target in writes(stmt):
             if target not in order:
                 order[target] = len(order)
