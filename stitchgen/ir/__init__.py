@@ -19,9 +19,9 @@ dataclass, and a subclass of your own is declared ``@dataclass(frozen=True)``).
 Each statement class names the template block that renders it
 (``template: ClassVar[str]``), and each field says what it holds
 (``field(metadata=...)``: an expression, expressions, keyword pairs, the
-local it assigns, the locals it unpacks into, the locals it deletes, or plain
-information); the roles are
-read once per class (:meth:`Node.schema`). One generic walker reads them —
+local it assigns, the locals it unpacks into, the locals it deletes, the
+local it consumes, or plain information); the roles are
+read once per class (:func:`stitchgen.records.schema_of`). One generic walker reads them —
 :func:`map_expr`, :func:`map_stmt`, :func:`map_bodies`, :func:`reads`,
 :func:`writes` — so every pass rebuilds statements through it, a field added
 to a class is carried by all of them, and a statement nothing changed comes

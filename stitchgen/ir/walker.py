@@ -2,7 +2,7 @@
 :func:`map_stmt`, :func:`map_bodies` rebuild what changed (and hand back the
 very same object when nothing did); :func:`reads`, :func:`writes`,
 :func:`deletes`, :func:`defines` say what a statement does to locals. Each
-reads a class's fields by their roles (:meth:`~stitchgen.ir.Node.schema`),
+reads a class's fields by their roles (:func:`~stitchgen.records.schema_of`),
 so a field added to a class is carried by all of them."""
 
 from __future__ import annotations
