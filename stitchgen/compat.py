@@ -37,7 +37,7 @@ from .errors import BindingError
 from .generated import Generated
 from .ir import Calling, FunctionRef, Program
 from .loading import load
-from .lowering import ConstPool, fetch_attr
+from .lowering import ConstPool
 from .pipeline import generate, tracing
 from .rendering import Templates
 
@@ -60,13 +60,14 @@ def _refuse_call_module(gm: fx.GraphModule) -> None:
         raise RuntimeError(f"call_module is not allowed for codegen target {node.target}.")
 
 
-def _refuse_nested_calls(program: Program, split_gm: fx.GraphModule) -> None:
+def _refuse_nested_calls(program: Program) -> None:
     """vLLM inlines a ``GraphModule`` child only if it calls no module
     itself: the first piece the entry calls (in the graph's order) whose
     function calls a module is vLLM's ``RuntimeError``, naming the first
-    module it calls. Read from the program — each distinct function once —
-    not by fetching every child again. (A child that calls a module has no
-    twin, so its function's ``origin`` is its own path.)"""
+    module it calls. Read from the program — each distinct function once,
+    the child from the objects the lowering found (the vllm convention lists
+    every child) — not by fetching every child again. (A child that calls a
+    module has no twin, so its function's ``origin`` is its own path.)"""
     calls_a_module: dict[int, bool] = {}
     for stmt in program.entry.body:
         callee = getattr(stmt, "callee", None)
@@ -79,7 +80,8 @@ def _refuse_nested_calls(program: Program, split_gm: fx.GraphModule) -> None:
                 isinstance(s, Calling) and s.is_piece for s in body
             )
         if known:
-            _refuse_call_module(fetch_attr(split_gm, program.functions[callee.index].origin))
+            found = dict(zip([d.path for d in program.submods], program.submod_values, strict=True))
+            _refuse_call_module(found[program.functions[callee.index].origin])
 
 
 def generate_execution_code_with_name(
@@ -123,7 +125,7 @@ def generate_execution_code_with_name(
             const_pool=pool,
         )
         assert generated.program is not None  # generate's record holds its IR
-        _refuse_nested_calls(generated.program, split_gm)
+        _refuse_nested_calls(generated.program)
         code, submod_names, lifted = generated.code, list(generated.submod_names), generated.consts
         del generated
     new = lifted[len(consts) :]

@@ -42,6 +42,7 @@ from markupsafe import Markup
 from . import ir
 from .errors import TemplateError
 from .ir import Program
+from .ir.nodes import CLASSES
 
 __all__ = ["build_environment", "program_names", "template_error"]
 
@@ -58,12 +59,8 @@ class _Unsafe(jinja2.sandbox.SecurityError):
 
 
 _CONTEXTS = (jinja2.runtime.Context, jinja2.nodes.EvalContext, jinja2.Environment)
-#: the IR's classes: their public fields and methods are the template contract
-_IR_TYPES = frozenset(
-    v
-    for v in vars(ir).values()
-    if isinstance(v, type) and v.__module__.rpartition(".")[0] == ir.__name__
-)
+#: the IR's classes (its registry): their public fields and methods are the template contract
+_IR_TYPES = frozenset(CLASSES.values())
 
 
 def _harmless_text(value: str) -> bool:
