@@ -1,8 +1,19 @@
-"""nox sessions: tests, golden, lint, demo. ``nox -s golden -- --update`` regenerates."""
+"""nox sessions: tests, golden, lint, demo. ``nox -s golden -- --update`` regenerates.
+
+``tests`` is the matrix of supported Pythons and torch releases (README:
+supported versions): ``nox -s "tests-3.13(torch='2.15.0')"`` runs the whole
+suite and the golden check in a fresh venv with that torch, installed first.
+Plain ``nox`` runs the main combination, the one CI's main run uses.
+"""
 
 import nox
 
-nox.options.sessions = ["tests", "golden", "lint"]
+#: the supported ranges: every torch release in them, vLLM 0.34's pin (2.14.0) included
+PYTHONS = ["3.10", "3.11", "3.12", "3.13"]
+TORCHES = ["2.11.0", "2.12.0", "2.13.0", "2.14.0", "2.15.0"]
+MAIN = "tests-3.11(torch='2.13.0')"
+
+nox.options.sessions = [MAIN, "golden", "lint"]
 
 
 def _install(session: nox.Session) -> None:
@@ -10,10 +21,22 @@ def _install(session: nox.Session) -> None:
     session.install("-e", ".[test]")
 
 
-@nox.session
-def tests(session: nox.Session) -> None:
-    _install(session)
+@nox.session(python=PYTHONS)
+@nox.parametrize("torch", TORCHES)
+def tests(session: nox.Session, torch: str) -> None:
+    """The whole suite and the golden check on one Python and one torch."""
+    # exactly the torch asked for: a pip constraint that caps it (this
+    # machine's caps torch at 2.14.1) must not swap in another release
+    unconstrained = {"PIP_CONSTRAINT": "/dev/null"}
+    session.install(f"torch=={torch}", env=unconstrained)
+    session.install("-e", ".[test]", env=unconstrained)
+    installed = session.run(
+        "python", "-c", "import torch; print(torch.__version__)", silent=True
+    )
+    if not str(installed).startswith(torch):
+        session.error(f"asked for torch {torch}, the venv has {installed}")
     session.run("pytest", *session.posargs)
+    session.run("stitchgen", "golden", "--check")
 
 
 @nox.session

@@ -15,14 +15,17 @@ Two ways to name the cases:
 
 ``check`` reports drift as unified diffs, each with the command that
 regenerates; ``update`` rewrites the files. ``DIR/VERSIONS`` records the
-stitchgen, black and torch versions that produced them; a mismatch is
-reported as such (regenerate, or install those versions), not as drift.
+stitchgen and black versions that produced them and the torch releases
+stitchgen supports (the files are byte-identical on each); a mismatch — or
+a torch outside that range — is reported as such (regenerate, or install
+those versions), not as drift.
 """
 
 from __future__ import annotations
 
 import difflib
 import importlib.util
+import re
 import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -169,12 +172,87 @@ def entries(root: Path) -> dict[str, Entry]:
 
 
 def versions() -> str:
-    """What ``VERSIONS`` records: the stitchgen, black and torch versions."""
+    """What ``VERSIONS`` records: the stitchgen and black versions, and the
+    torch releases stitchgen declares (its ``torch`` requirement: the golden
+    files are byte-identical on every one, which its CI matrix proves)."""
     import black
 
-    from .version import __version__, torch_version
+    from .version import __version__
 
-    return f"stitchgen=={__version__}\nblack=={black.__version__}\ntorch=={torch_version()}\n"
+    return f"stitchgen=={__version__}\nblack=={black.__version__}\n{_torch_requirement()}\n"
+
+
+def _torch_requirement() -> str:
+    """``torch<2.16,>=2.11``: the requirement in stitchgen's own metadata."""
+    from importlib.metadata import PackageNotFoundError, requires
+
+    try:
+        declared = requires("stitchgen") or []
+    except PackageNotFoundError:  # run from a source tree that was never installed
+        declared = []
+    for requirement in declared:
+        name, _, spec = requirement.partition(";")[0].strip().partition("torch")
+        if not name and spec[:1] in "<>=!~":
+            return "torch" + spec.replace(" ", "")
+    raise RuntimeError("stitchgen's metadata declares no torch requirement: reinstall stitchgen")
+
+
+def _release(version: str) -> tuple[int, ...]:
+    """``(2, 15, 0)`` for ``2.15.0+cu132``: the numeric release alone."""
+    parts = []
+    for atom in version.split("+")[0].split("."):
+        digits = re.match(r"\d+", atom)
+        if digits is None:
+            break
+        parts.append(int(digits.group()))
+    return tuple(parts)
+
+
+_COMPARE: dict[str, Callable[[tuple[int, ...], tuple[int, ...]], bool]] = {
+    ">=": lambda a, b: a >= b,
+    "<=": lambda a, b: a <= b,
+    ">": lambda a, b: a > b,
+    "<": lambda a, b: a < b,
+    "==": lambda a, b: a == b,
+    "!=": lambda a, b: a != b,
+}
+
+
+def _holds(recorded: str) -> bool:
+    """Does this environment meet the ``VERSIONS`` that were recorded? Each
+    line as :func:`versions` writes it now, except a torch requirement
+    (``torch<2.16,>=2.11``), which the running torch must satisfy
+    (``torch==2.13.0``, as older files record it, exactly)."""
+    lines = recorded.splitlines()
+    others = [line for line in lines if not line.startswith("torch")]
+    if others != [line for line in versions().splitlines() if not line.startswith("torch")]:
+        return False
+    specs = [line[len("torch") :] for line in lines if line.startswith("torch")]
+    if len(specs) != 1:
+        return False
+    running = _release(_running_torch())
+    for clause in specs[0].split(","):
+        found = re.fullmatch(r"(>=|<=|==|!=|<|>)(\d+(?:\.\d+)*)", clause)
+        if found is None:
+            return False
+        wanted = _release(found.group(2))
+        width = max(len(running), len(wanted))  # 2.16 is 2.16.0
+        padded = (running + (0,) * width)[:width], (wanted + (0,) * width)[:width]
+        if not _COMPARE[found.group(1)](*padded):
+            return False
+    return True
+
+
+def _environment() -> str:
+    """The versions this environment has, each exactly."""
+    others = [line for line in versions().splitlines() if not line.startswith("torch")]
+    return "\n".join([*others, f"torch=={_running_torch()}"]) + "\n"
+
+
+def _running_torch() -> str:
+    from .version import torch_version
+
+    return torch_version()
 
 
 def _selected(all_entries: dict[str, Entry], only: list[str] | None) -> list[Entry]:
@@ -206,12 +284,12 @@ def check(
     all_entries = entries(root) if all_entries is None else all_entries
     directory = root / "golden" if directory is None else directory
     recorded = directory / VERSIONS
-    if recorded.is_file() and recorded.read_text() != versions():
+    if recorded.is_file() and not _holds(recorded.read_text()):
         return [
             f"{recorded}: version mismatch, not drift: the golden files were made with\n"
             + _indented(recorded.read_text())
             + "and this environment has\n"
-            + _indented(versions())
+            + _indented(_environment())
             + f"install those versions to check them, or regenerate: {regen}"
         ]
     problems: list[str] = []

@@ -154,6 +154,7 @@ def _form(value: Any) -> dict[str, Any] | None:
     written portably."""
     from .literals import is_primitive, literal_source
     from .references import qualified_ref
+    from .torch_versions import fx_repr
 
     if isinstance(value, torch.Tensor):
         return None
@@ -173,13 +174,13 @@ def _form(value: Any) -> dict[str, Any] | None:
         if all(is_primitive(p) for p in parts):
             return _expression(f"slice({', '.join(literal_source(p) for p in parts)})", {})
         return None
-    fx_repr = getattr(type(value), "__fx_repr__", None)
-    if fx_repr is None:
-        return None
     try:
-        text, names = fx_repr(value)
+        written = fx_repr(value)
     except Exception as exc:
         raise ArtifactError(f"its __fx_repr__ failed ({type(exc).__name__}: {exc})") from None
+    if written is None:
+        return None
+    text, names = written
     if not isinstance(text, str) or not isinstance(names, dict):
         raise ArtifactError("its __fx_repr__ does not return (str, dict)")
     refs = {}

@@ -166,7 +166,8 @@ def _is_classvar(annotation: str) -> bool:
 def _plain(cls: type, annotations: dict[str, Any]) -> bool:
     """Can :func:`record` read ``cls``'s fields itself? Every annotation a
     string (``from __future__ import annotations``), none an ``InitVar``
-    or ``KW_ONLY``, no ``ClassVar`` given as a ``field(...)``."""
+    or ``KW_ONLY``, no ``ClassVar`` given as a ``field(...)``, no default
+    unhashable."""
     if _FIELD is None or _CLASSVAR is None or _PARAMS is None:
         return False
     for name, annotation in annotations.items():
@@ -174,7 +175,14 @@ def _plain(cls: type, annotations: dict[str, Any]) -> bool:
             return False
         if annotation.startswith(_SPECIAL):
             return False
-        if _is_classvar(annotation) and isinstance(cls.__dict__.get(name), dataclasses.Field):
+        default = cls.__dict__.get(name)
+        if isinstance(default, dataclasses.Field):
+            if _is_classvar(annotation):
+                return False
+            default = default.default
+        if type(default).__hash__ is None:
+            # a mutable default: refused by this Python's own rule (3.10
+            # refuses list, dict and set; 3.11+ every unhashable value)
             return False
     return True
 
@@ -229,11 +237,6 @@ def record(cls: T) -> T:
             spec._field_type = _FIELD
             if spec.kw_only is dataclasses.MISSING:
                 spec.kw_only = False
-            if spec.default.__class__.__hash__ is None:
-                raise ValueError(
-                    f"mutable default {type(spec.default)} for field {name} is not "
-                    "allowed: use default_factory"
-                )
         fields[name] = spec
     for name, value in own.items():
         if isinstance(value, dataclasses.Field) and name not in annotations:

@@ -8,10 +8,10 @@ from typing import Any
 
 import torch
 import torch.fx as fx
-from torch.fx.passes.split_module import split_module
 
 from .errors import CodegenError
 from .references import qualified_ref
+from .torch_versions import split_tupled
 
 __all__ = ["SplitOp", "split_graph"]
 
@@ -193,13 +193,7 @@ def split_graph(
 def split_at(gm: fx.GraphModule, pieces: dict[fx.Node, int]) -> fx.GraphModule:
     """``gm`` split into the pieces numbered by ``pieces`` (every node but
     the placeholders and the output)."""
-    split = split_module(
-        gm,
-        None,  # type: ignore[arg-type]  # root_m: optional in practice (only read for attributes)
-        lambda node: pieces[node],
-        keep_original_order=True,
-        tuple_return=True,
-    )
+    split = split_tupled(gm, lambda node: pieces[node])
     codegen = gm.graph._codegen
     if isinstance(codegen, fx.graph._PyTreeCodeGen):
         # split_module keeps the placeholders and the flat output, not the

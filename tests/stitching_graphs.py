@@ -2,7 +2,9 @@
 
 A graph is a random DAG over a pool of values: pieces (inlined GraphModules
 or opaque modules) returning tuples that the graph unpacks with getitem
-(int and negative indices), call_function and call_method nodes, slices
+(int and negative indices) or one bare value that the graph uses as it is
+(as ``split_module`` makes them without ``tuple_return``: torch < 2.12,
+SGLang), call_function and call_method nodes, slices
 (constant ones, and ones whose bounds are graph values), in-place ops,
 values nobody uses, constants of every kind in the output (in nested
 containers), zero-input graphs, and names that collide with builtins,
@@ -35,8 +37,11 @@ class Mode(enum.Enum):
     FAST = 1
 
 
-def _piece(n_inputs: int, n_outputs: int, scales: list[float]) -> fx.GraphModule:
-    """A piece: n tensor inputs -> a tuple of n_outputs tensors."""
+def _piece(
+    n_inputs: int, n_outputs: int, scales: list[float], bare: bool = False
+) -> fx.GraphModule:
+    """A piece: n tensor inputs -> a tuple of n_outputs tensors (``bare``:
+    its one tensor, in no tuple)."""
     graph = fx.Graph()
     inputs = [graph.placeholder(f"in_{i}") for i in range(n_inputs)]
     total = inputs[0]
@@ -45,7 +50,7 @@ def _piece(n_inputs: int, n_outputs: int, scales: list[float]) -> fx.GraphModule
     outs = []
     for i in range(n_outputs):
         outs.append(graph.call_function(torch.mul, (total, scales[i % len(scales)])))
-    graph.output(tuple(outs))
+    graph.output(outs[0] if bare else tuple(outs))
     return fx.GraphModule({}, graph)
 
 
@@ -100,10 +105,15 @@ def stitching_graphs(draw: st.DrawFn) -> Drawn:
             args = draw(st.lists(st.sampled_from(tensors), min_size=k, max_size=k))
             n_out = draw(st.integers(1, 3))
             scales = draw(st.lists(st.sampled_from([0.5, 2.0, -1.0]), min_size=1, max_size=3))
-            piece = _piece(k, n_out, scales)
+            bare = n_out == 1 and draw(st.booleans())
+            piece = _piece(k, n_out, scales, bare)
             name = f"submod_{step}"
             root[name] = piece if draw(st.booleans()) else Opaque(piece)
             out = graph.call_module(name, tuple(args))
+            if bare:  # the call's result is the value
+                tensors.append(out)
+                own.append(out)
+                continue
             for index in draw(st.lists(st.integers(-n_out, n_out - 1), max_size=n_out)):
                 item = graph.call_function(operator.getitem, (out, index))
                 tensors.append(item)
