@@ -183,18 +183,19 @@ def versions() -> str:
 
 
 def _torch_requirement() -> str:
-    """``torch<2.16,>=2.11``: the requirement in stitchgen's own metadata."""
+    """``torch<2.16,>=2.11``: the requirement in stitchgen's own metadata;
+    run from a source tree never installed, the running torch exactly."""
     from importlib.metadata import PackageNotFoundError, requires
 
     try:
         declared = requires("stitchgen") or []
-    except PackageNotFoundError:  # run from a source tree that was never installed
+    except PackageNotFoundError:
         declared = []
     for requirement in declared:
         name, _, spec = requirement.partition(";")[0].strip().partition("torch")
-        if not name and spec[:1] in "<>=!~":
+        if not name and spec and spec[0] in "<>=!":
             return "torch" + spec.replace(" ", "")
-    raise RuntimeError("stitchgen's metadata declares no torch requirement: reinstall stitchgen")
+    return f"torch=={_running_torch()}"
 
 
 def _release(version: str) -> tuple[int, ...]:

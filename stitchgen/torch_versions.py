@@ -130,9 +130,10 @@ def fx_repr(value: Any) -> tuple[str, dict[str, Any]] | None:
     ``value`` and the globals it names — or None where ``value`` has none.
     Before torch 2.12 DTensor's ``Shard``, ``Replicate`` and ``Partial`` had
     none: their text is written here as 2.12 writes it."""
-    method = getattr(type(value), "__fx_repr__", None)
+    method: Any = getattr(type(value), "__fx_repr__", None)
     if method is not None:
-        return method(value)  # type: ignore[no-any-return]
+        written: tuple[str, dict[str, Any]] = method(value)
+        return written
     placements = sys.modules.get("torch.distributed.tensor.placement_types")
     if placements is None:  # a placement's own module is imported: this is none
         return None

@@ -21,7 +21,12 @@ import stitchgen
 from stitchgen.compat import compile_execution_fn, generate_execution_code
 from stitchgen.demo import decoder, decoder_inputs
 from stitchgen.split import SplitOps, partition
-from stitchgen.torch_versions import split_returns_tuples, split_tupled, tuple_single_outputs
+from stitchgen.torch_versions import (
+    fx_repr,
+    split_returns_tuples,
+    split_tupled,
+    tuple_single_outputs,
+)
 
 ATTN = torch.ops.stitchgen_demo.attention
 
@@ -164,3 +169,26 @@ def test_lazy_children_are_read_before_their_code_is_compiled():
     generated = stitchgen.generate(lazy)
     assert generated.code == stitchgen.generate(split).code
     assert torch.equal(stitchgen.load(generated)(*inputs), gm(*inputs))
+
+
+def test_placements_have_the_source_form_torch_2_12_gives_them_on_every_torch():
+    """torch < 2.12's placements have no __fx_repr__: fx_repr writes the text
+    2.12's does, so an artifact stores them by source on every release."""
+    from torch.distributed.tensor.placement_types import Partial, Replicate, Shard
+
+    prefix = "torch.distributed.tensor.placement_types."
+    cases = {
+        Shard(1): f"{prefix}Shard(dim=1)",
+        Replicate(): f"{prefix}Replicate()",
+        Partial(): f"{prefix}Partial('sum')",
+        Partial("avg"): f"{prefix}Partial('avg')",
+    }
+    for value, text in cases.items():
+        assert fx_repr(value) == (text, {})
+        back = eval(text, {"torch": torch})
+        assert type(back) is type(value) and back == value
+
+
+def test_a_value_without_a_source_form_has_none():
+    assert fx_repr(object()) is None
+    assert fx_repr(torch.ones(1)) is None

@@ -5,9 +5,12 @@ import os
 import shutil
 import subprocess
 import sys
+from importlib.metadata import requires
 from pathlib import Path
 
 import pytest
+
+from stitchgen.version import torch_version
 
 pytestmark = pytest.mark.slow  # fresh processes
 
@@ -57,7 +60,10 @@ def test_update_writes_one_formatted_file_per_case_and_the_versions(project):
     assert double.startswith("# acme: generated, do not edit\n")
     assert "return mul" in double
     versions = (project / "golden" / "VERSIONS").read_text()
-    assert versions.startswith("stitchgen==") and "black==" in versions and "torch==" in versions
+    assert versions.startswith("stitchgen==") and "\nblack==" in versions
+    # the torch releases stitchgen declares: the files are the same on each
+    torch_line = versions.splitlines()[-1]
+    assert torch_line in {f"torch{r.partition('torch')[2]}" for r in requires("stitchgen")}
     check = golden(project, *ARGS, "--check")
     assert check.returncode == 0 and "all files match" in check.stdout
 
@@ -82,6 +88,28 @@ def test_a_version_mismatch_is_reported_as_such_not_as_drift(project):
     assert result.returncode == 1
     assert "version mismatch, not drift" in result.stderr
     assert "---" not in result.stderr  # no diff
+
+
+@pytest.mark.parametrize(
+    "torch_line, holds",
+    [
+        (f"torch=={torch_version()}", True),  # as older files record it: exactly
+        ("torch==0.0.1", False),
+        ("torch<99,>=2.11", True),
+        ("torch<2.11,>=2.6", False),  # a torch outside the range the files hold for
+        ("torch>=9.0", False),
+    ],
+)
+def test_the_running_torch_must_be_the_one_or_in_the_range_recorded(project, torch_line, holds):
+    assert golden(project, *ARGS, "--update").returncode == 0
+    versions = project / "golden" / "VERSIONS"
+    lines = versions.read_text().splitlines()
+    versions.write_text("\n".join([*lines[:-1], torch_line]) + "\n")
+    result = golden(project, *ARGS, "--check")
+    assert (result.returncode == 0) is holds, result.stderr
+    if not holds:
+        assert "version mismatch, not drift" in result.stderr
+        assert f"torch=={torch_version()}\n" in result.stderr  # what this environment has
 
 
 def test_a_module_and_attribute_by_name_and_one_case(project):
