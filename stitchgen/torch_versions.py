@@ -15,6 +15,11 @@ Handled here:
   call's result itself. :func:`split_tupled` gives the 2.12 graph on every
   release: node for node, name for name, so the generated code is
   byte-identical.
+- **torch 2.14** renamed opaque object types: a "reference" type (state,
+  always a graph input) is a "symbolic" one, and
+  ``is_opaque_reference_type`` logs a deprecation warning on every call.
+  :func:`is_opaque_reference_type` is the check this torch names without
+  a warning.
 - **torch 2.12** gave DTensor's placements (``Shard``, ``Replicate``,
   ``Partial``) an ``__fx_repr__``, the source form an artifact stores them
   by (:mod:`stitchgen.portable`). Before it, :func:`fx_repr` writes the
@@ -46,8 +51,22 @@ from collections.abc import Callable
 from typing import Any
 
 import torch.fx as fx
+from torch._library import opaque_object
 
-__all__ = ["fx_repr", "split_returns_tuples", "split_tupled", "tuple_single_outputs"]
+__all__ = [
+    "fx_repr",
+    "is_opaque_reference_type",
+    "split_returns_tuples",
+    "split_tupled",
+    "tuple_single_outputs",
+]
+
+#: Is this type an opaque reference type (torch 2.14+: "symbolic")? State,
+#: never a constant. The deprecated name only from torch 2.14, where it warns.
+is_opaque_reference_type: Callable[[Any], bool] = (
+    getattr(opaque_object, "is_opaque_symbolic_type", None)
+    or opaque_object.is_opaque_reference_type
+)
 
 
 def _split_module() -> Callable[..., fx.GraphModule]:

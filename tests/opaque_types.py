@@ -1,10 +1,11 @@
 """Constants a user's own module defines, for artifact tests: an enum, and
 torch's opaque object types (a value type with ``__fx_repr__``, as vLLM
-passes layer names to its ops, and a reference type)."""
+passes layer names to its ops, and a reference type; torch 2.14 renamed
+them constant and symbolic)."""
 
 import enum
 
-from torch._library.opaque_object import register_opaque_type
+from torch._library import opaque_object
 from torch._opaque_base import OpaqueBase
 
 
@@ -39,5 +40,9 @@ class Cache(OpaqueBase):
         self.items = []
 
 
-register_opaque_type(LayerName, typ="value")
-register_opaque_type(Cache, typ="reference")
+if hasattr(opaque_object, "register_custom_class"):  # torch 2.14+: the new names
+    opaque_object.register_custom_class(LayerName, typ="constant")
+    opaque_object.register_custom_class(Cache, typ="symbolic")
+else:
+    opaque_object.register_opaque_type(LayerName, typ="value")
+    opaque_object.register_opaque_type(Cache, typ="reference")

@@ -7,13 +7,18 @@ without a ``getitem`` (SGLang splits that way on every release). Such graphs
 are built here with ``split_module`` itself, which makes them on every torch.
 """
 
+import logging
 import operator
 
 import pytest
 import torch
 import torch.fx as fx
 from oracle import assert_same
-from torch.fx._lazy_graph_module import _LazyGraphModule, _use_lazy_graph_module
+from torch.fx._lazy_graph_module import (
+    _LazyGraphModule,
+    _make_graph_module,
+    _use_lazy_graph_module,
+)
 from torch.fx.experimental.proxy_tensor import make_fx
 from torch.fx.passes.split_module import split_module
 
@@ -192,3 +197,33 @@ def test_placements_have_the_source_form_torch_2_12_gives_them_on_every_torch():
 def test_a_value_without_a_source_form_has_none():
     assert fx_repr(object()) is None
     assert fx_repr(torch.ones(1)) is None
+
+
+def _lazy(graph):
+    with _use_lazy_graph_module(True):  # FX's own code cannot spell every constant
+        return _make_graph_module({}, graph)
+
+
+def test_refusing_a_reference_type_logs_no_deprecation_on_any_torch():
+    """torch 2.14 renamed opaque reference types symbolic, and its
+    is_opaque_reference_type warns on every call: the lowering asks the
+    check this torch names without a warning, for every argument it lifts."""
+    from opaque_types import Cache, LayerName
+
+    records = []
+    handler = logging.Handler()
+    handler.emit = records.append
+    logger = logging.getLogger("torch._library.opaque_object")
+    logger.addHandler(handler)
+    try:
+        graph = fx.Graph()
+        x = graph.placeholder("x")
+        graph.output((graph.call_function(torch.neg, (x,)), LayerName("a"), torch.float16))
+        assert stitchgen.generate(_lazy(graph)).consts  # lifted, checked
+        graph = fx.Graph()
+        graph.output((graph.placeholder("x"), Cache()))
+        with pytest.raises(stitchgen.CodegenError, match="reference-type opaque object"):
+            stitchgen.generate(_lazy(graph))
+    finally:
+        logger.removeHandler(handler)
+    assert [r.getMessage() for r in records] == []

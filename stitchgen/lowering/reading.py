@@ -12,11 +12,11 @@ from typing import Any
 
 import torch
 import torch.fx as fx
-from torch._library.opaque_object import is_opaque_reference_type
 from torch.fx.immutable_collections import immutable_dict, immutable_list
 
 from ..conventions import ConstantPolicy
 from ..errors import CodegenError
+from ..torch_versions import is_opaque_reference_type
 
 _LISTS = (list, immutable_list)
 _DICTS = (dict, immutable_dict)
@@ -91,8 +91,8 @@ def refuse_reference(value: Any, node: fx.Node) -> None:
     if is_opaque_reference_type(type(value)):
         raise CodegenError(
             f"argument of type {type(value).__qualname__} is a reference-type opaque object "
-            "(torch._library.opaque_object): such an object is a graph input, never a "
-            "constant; pass it to the graph as an input",
+            "(torch 2.14+: symbolic; torch._library.opaque_object): such an object is a "
+            "graph input, never a constant; pass it to the graph as an input",
             node,
         )
 
