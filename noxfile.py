@@ -30,13 +30,40 @@ def tests(session: nox.Session, torch: str) -> None:
     unconstrained = {"PIP_CONSTRAINT": "/dev/null"}
     session.install(f"torch=={torch}", env=unconstrained)
     session.install("-e", ".[test]", env=unconstrained)
-    installed = session.run(
-        "python", "-c", "import torch; print(torch.__version__)", silent=True
-    )
+    installed = session.run("python", "-c", "import torch; print(torch.__version__)", silent=True)
     if not str(installed).startswith(torch):
         session.error(f"asked for torch {torch}, the venv has {installed}")
     session.run("pytest", *session.posargs)
     session.run("stitchgen", "golden", "--check")
+
+
+#: the vLLM the plugin is proven against, and the torch it pins
+VLLM = "0.34.0"
+VLLM_TORCH = "2.14.0"
+#: the pure-Python packages vLLM's compilation modules import (vLLM itself is
+#: installed without its dependencies: no CUDA kernels, no GPU), at vLLM's
+#: own pins where it has them
+VLLM_NEEDS = [
+    "pydantic", "regex", "numpy", "psutil", "pyzmq", "urllib3",
+    "transformers>=5.16.1,<5.23", "aiohttp", "requests", "pillow", "pybase64",
+    "cachetools", "cbor2", "msgspec", "cloudpickle", "uvloop", "py-cpuinfo",
+    "prometheus_client", "llguidance>=1.7.0,<1.8.0", "xgrammar==0.2.8",
+]  # fmt: skip
+
+
+@nox.session(python="3.11")
+def vllm(session: nox.Session) -> None:
+    """The vLLM plugin inside the real vLLM 0.34.0, on the CPU: the entry
+    point loaded by vLLM's own load_general_plugins(), the stitching code
+    compiled by vLLM's real VllmBackend (tests/e2e/test_inside_vllm.py)."""
+    unconstrained = {"PIP_CONSTRAINT": "/dev/null"}
+    session.install(f"torch=={VLLM_TORCH}", env=unconstrained)
+    session.install("--no-deps", f"vllm=={VLLM}")
+    session.install(*VLLM_NEEDS)
+    session.install("-e", ".[test]")  # the entry point vLLM looks up
+    session.run(
+        "pytest", "tests/test_vllm_plugin.py", "tests/e2e/test_inside_vllm.py", *session.posargs
+    )
 
 
 @nox.session

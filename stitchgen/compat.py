@@ -25,8 +25,9 @@ outside ``torch``/``operator``, a non-``int`` ``getitem``), this code is right.
 
 from __future__ import annotations
 
+import os
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import torch.fx as fx
@@ -42,6 +43,7 @@ from .pipeline import generate, tracing
 from .rendering import Templates
 
 __all__ = [
+    "Codegen",
     "compile_execution_fn",
     "generate_execution_code",
     "generate_execution_code_with_name",
@@ -53,6 +55,8 @@ _SUBMOD_INDEX = re.escape(VLLM.refs["submod"]).replace(r"\{index\}", r"(\d+)")
 _SUBMOD_PREFIX = VLLM.refs["submod"].partition("{index}")[0]
 #: the vllm variant, for code whose entry takes no ``__vllm_submods__``
 _WITHOUT_SUBMODS = Templates(variant="vllm", globals={"vllm_entry_submods": False})
+#: the shipped templates: for an entry with bindings, and for one without
+_SHIPPED: tuple[Templates | str, Templates] = ("vllm", _WITHOUT_SUBMODS)
 
 
 def _refuse_call_module(gm: fx.GraphModule) -> None:
@@ -109,6 +113,19 @@ def generate_execution_code_with_name(
     >>> "def piece(x):" in code, names, consts
     (True, [], [])
     """
+    return _generate(split_gm, fn_name, with_submod, consts, const_index, _SHIPPED)
+
+
+def _generate(
+    split_gm: fx.GraphModule,
+    fn_name: str,
+    with_submod: bool,
+    consts: list[Any] | None,
+    const_index: dict[int, int] | None,
+    templates: tuple[Templates | str, Templates],
+) -> tuple[str, list[str], list[Any]]:
+    """:func:`generate_execution_code_with_name` with ``templates``: those
+    for an entry with bindings, and those for one without."""
     if consts is None:
         consts = []
     if const_index is None:
@@ -120,7 +137,7 @@ def generate_execution_code_with_name(
         generated = generate(
             split_gm,
             name=fn_name,
-            templates="vllm" if with_submod else _WITHOUT_SUBMODS,
+            templates=templates[0] if with_submod else templates[1],
             format=False,
             const_pool=pool,
         )
@@ -146,7 +163,47 @@ def generate_execution_code(split_gm: fx.GraphModule) -> tuple[str, list[str], l
     >>> "def execution_fn(x, *, __vllm_submods__):" in code, names, consts
     (True, [], [])
     """
-    return generate_execution_code_with_name(split_gm, "execution_fn", with_submod=True)
+    return _generate(split_gm, "execution_fn", True, None, None, _SHIPPED)
+
+
+class Codegen:
+    """vLLM's codegen functions, writing code with templates of your own:
+    ``dirs`` are searched before the ``vllm`` variant's (as ``stitchgen
+    golden --template-dir DIR --variant vllm`` does), so a file there
+    overrides the shipped one of its name. The methods take and return what
+    the module's functions do; ``compile_execution_fn`` is the module's.
+
+    >>> import tempfile, torch.fx as fx
+    >>> codegen = Codegen([tempfile.mkdtemp()])  # an empty directory: the shipped templates
+    >>> code, names, consts = codegen.generate_execution_code(fx.symbolic_trace(lambda x: -x))
+    >>> "def execution_fn(x, *, __vllm_submods__):" in code
+    True
+    """
+
+    def __init__(self, dirs: Sequence[str | os.PathLike[str]]) -> None:
+        self.dirs = tuple(os.fspath(d) for d in dirs)
+        self.templates = (
+            Templates(self.dirs, variant="vllm"),
+            Templates(self.dirs, variant="vllm", globals={"vllm_entry_submods": False}),
+        )
+
+    def generate_execution_code_with_name(
+        self,
+        split_gm: fx.GraphModule,
+        fn_name: str,
+        with_submod: bool,
+        consts: list[Any] | None = None,
+        const_index: dict[int, int] | None = None,
+    ) -> tuple[str, list[str], list[Any]]:
+        """:func:`generate_execution_code_with_name`, with these templates."""
+        return _generate(split_gm, fn_name, with_submod, consts, const_index, self.templates)
+
+    def generate_execution_code(self, split_gm: fx.GraphModule) -> tuple[str, list[str], list[Any]]:
+        """:func:`generate_execution_code`, with these templates."""
+        return _generate(split_gm, "execution_fn", True, None, None, self.templates)
+
+    def __repr__(self) -> str:
+        return f"Codegen({list(self.dirs)!r})"
 
 
 def compile_execution_fn(

@@ -95,3 +95,31 @@ def test_a_slice_reading_graph_values_is_written_not_lifted():
     x = torch.randn(2, 5)
     for actual, expected in zip(fn(x, 4), f(x, 4), strict=True):
         assert torch.equal(actual, expected)
+
+
+VLLM_HEADER = """\
+{% extends "stitchgen/variants/vllm/module.py.j2" %}
+{% block header %}
+# acme: our templates, vLLM's convention
+{{ super() -}}
+{% endblock %}
+"""
+
+
+def test_codegen_writes_vllms_code_with_templates_of_your_own(tmp_path):
+    (tmp_path / "module.py.j2").write_text(VLLM_HEADER)
+    codegen = stitchgen.compat.Codegen([tmp_path])
+    split_gm, inputs, expected, compiled = _vllm_style()
+    code, submod_names, consts = codegen.generate_execution_code(split_gm)
+    assert code.startswith("# acme: our templates, vLLM's convention\n")
+    assert (submod_names, consts) == generate_execution_code(split_gm)[1:]
+    fn = compile_execution_fn(code, compiled, submod_names, consts)
+    assert torch.equal(fn(*inputs), expected)
+    piece = split_decoder(1)[0].submod_0
+    code, names, _ = codegen.generate_execution_code_with_name(piece, "piece", with_submod=False)
+    assert code.startswith("# acme") and "def piece(" in code and names == []
+
+
+def test_codegen_refuses_a_directory_that_does_not_exist(tmp_path):
+    with pytest.raises(FileNotFoundError, match="template directory .*nope.* does not exist"):
+        stitchgen.compat.Codegen([tmp_path / "nope"])

@@ -1,0 +1,190 @@
+"""The vLLM plugin against the real vLLM (``nox -s vllm``: vLLM 0.34.0 on
+torch 2.14.0, on the CPU): each test runs tests/vllm_app.py in a fresh
+process, which loads the plugin only through vLLM's own
+``load_general_plugins()`` (so the installed entry point is what is tested)
+and compiles a small model through vLLM's real ``VllmBackend``.
+
+Skipped where vLLM is not installed (the main suite)."""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("vllm", reason="vLLM is not installed here: `nox -s vllm` runs these")
+
+import torch  # noqa: E402
+
+import stitchgen  # noqa: E402
+
+pytestmark = pytest.mark.slow  # a fresh vLLM process each
+
+APP = Path(__file__).resolve().parents[1] / "vllm_app.py"
+OURS = "stitchgen.compat"
+VLLMS = "vllm.compilation.codegen"
+MODELS = {
+    "2-layers": {"layers": 2, "width": 16, "sizes": [4, 7, 1, 33]},
+    "3-layers": {"layers": 3, "width": 8, "sizes": [2, 5, 16]},
+}
+
+
+class Ran:
+    def __init__(self, result, out):
+        self.result = result
+        self.report = json.loads(result.stdout.strip().splitlines()[-1])
+        self.outputs = torch.load(out)
+
+
+def _run(tmp_path, env=None, check=True, **options):
+    """tests/vllm_app.py in a fresh process: no STITCHGEN_* or VLLM_PLUGINS
+    but ``env``, vLLM's caches under ``tmp_path``."""
+    out = tmp_path / f"outputs-{len(list(tmp_path.glob('outputs-*')))}.pt"
+    options = {**MODELS["2-layers"], "out": str(out), **options}
+    child_env = {
+        k: v for k, v in os.environ.items() if not k.startswith(("STITCHGEN_", "VLLM_PLUGINS"))
+    }
+    child_env.update(VLLM_CACHE_ROOT=str(tmp_path / "vllm-cache"), **(env or {}))
+    result = subprocess.run(
+        [sys.executable, str(APP), json.dumps(options)],
+        capture_output=True,
+        text=True,
+        env=child_env,
+        timeout=600,
+    )
+    if not check:
+        return result
+    assert result.returncode == 0, result.stderr[-4000:]
+    return Ran(result, out)
+
+
+def _bound_to(report, module):
+    return set(report["after"].values()) == {module}
+
+
+def _ours_ran(report):
+    return len(report["callers"]) == 1 and report["callers"][0].startswith("<stitchgen:")
+
+
+@pytest.mark.parametrize("value", [None, "0"], ids=["unset", "zero"])
+def test_off_the_code_vllm_runs_is_vllms(tmp_path, value):
+    ran = _run(tmp_path, {} if value is None else {"STITCHGEN_VLLM": value})
+    assert ran.report["callers"] == ["<string>"]  # vLLM's exec of its own code
+    assert _bound_to(ran.report, VLLMS) and ran.report["before"] == ran.report["after"]
+    assert ran.report["log"] == []
+
+
+@pytest.mark.parametrize("model", list(MODELS))
+def test_on_stitchgens_code_runs_bit_identical_to_vllms(tmp_path, model):
+    theirs = _run(tmp_path, **MODELS[model])
+    ours = _run(tmp_path, {"STITCHGEN_VLLM": "1"}, **MODELS[model])
+    assert _ours_ran(ours.report) and _bound_to(ours.report, OURS)
+    assert "def execution_fn(" in ours.report["sources"][0]
+    assert len(ours.outputs) == len(MODELS[model]["sizes"])
+    for mine, vllms in zip(ours.outputs, theirs.outputs, strict=True):
+        assert mine.dtype == vllms.dtype and mine.shape == vllms.shape
+        assert torch.equal(mine, vllms)
+    assert ours.report["log"] == [
+        f"INFO stitchgen {stitchgen.__version__} writes vLLM's stitching code in this "
+        "process (STITCHGEN_VLLM=1)"
+    ]
+    # through vLLM's handler and format (its stream: stdout)
+    line = next(x for x in ours.result.stdout.splitlines() if "writes vLLM's stitching" in x)
+    assert line.startswith("(MainProcess pid=") and " INFO " in line and "[vllm_plugin.py:" in line
+
+
+def test_loading_twice_changes_nothing(tmp_path):
+    """vllm_app.py asserts the bindings after the second load are those of
+    the first; the plugin logs its line once."""
+    ran = _run(tmp_path, {"STITCHGEN_VLLM": "1"}, load_twice=True)
+    assert _ours_ran(ran.report) and _bound_to(ran.report, OURS)
+    assert len(ran.report["log"]) == 1
+
+
+def test_the_cache_loaders_name_is_rebound_and_the_cache_keeps_its_format(tmp_path):
+    """A warm start from vLLM's compile cache loads the cached code through
+    ``vllm.compilation.caching.compile_execution_fn``: with the plugin on,
+    ours. The cache keeps vLLM's format both ways: ours loads code vLLM's
+    codegen wrote, and vLLM's loader loads code ours wrote."""
+    on = _run(tmp_path, {"STITCHGEN_VLLM": "1"}, warm_start=True, sizes=[3])
+    assert on.report["warm_start"] == {
+        "loader": OURS,
+        "generator": OURS,
+        "loads_vllms_code": True,
+        "vllm_loads_its_code": True,
+    }
+    off = _run(tmp_path, warm_start=True, sizes=[3])
+    assert off.report["warm_start"]["loader"] == VLLMS
+
+
+@pytest.mark.parametrize(
+    "how, named",
+    [
+        ("signature", "vllm.compilation.codegen.compile_execution_fn(code, submod_callables"),
+        ("moved", "no vllm.compilation.caching.compile_execution_fn"),
+    ],
+)
+def test_a_vllm_api_the_plugin_does_not_know_is_left_untouched(tmp_path, how, named):
+    ran = _run(tmp_path, {"STITCHGEN_VLLM": "1"}, **{"break": how})
+    assert ran.report["callers"] == ["<string>"]
+    assert ran.report["after"] == ran.report["before"]  # nothing rebound, not even in part
+    [warning] = ran.report["log"]
+    assert warning.startswith("WARNING stitchgen ")
+    assert "vLLM 0.34.0 does not have the codegen API" in warning and named in warning
+    assert "vLLM's own codegen stays in use" in warning
+
+
+def test_an_unknown_value_warns_naming_the_accepted_ones(tmp_path):
+    ran = _run(tmp_path, {"STITCHGEN_VLLM": "yes"}, sizes=[3])
+    assert ran.report["callers"] == ["<string>"] and _bound_to(ran.report, VLLMS)
+    [warning] = ran.report["log"]
+    assert "STITCHGEN_VLLM='yes'" in warning and "STITCHGEN_VLLM=1" in warning
+    assert "0 (or leave it unset)" in warning
+
+
+VLLM_HEADER = """\
+{% extends "stitchgen/variants/vllm/module.py.j2" %}
+{% block header %}
+# acme: written for vLLM by acme's templates
+{{ super() -}}
+{% endblock %}
+"""
+
+
+def test_a_template_directory_applies_inside_vllm(tmp_path):
+    templates = tmp_path / "templates"
+    templates.mkdir()
+    (templates / "module.py.j2").write_text(VLLM_HEADER)
+    env = {"STITCHGEN_VLLM": "1", "STITCHGEN_TEMPLATE_DIR": str(templates)}
+    ours = _run(tmp_path, env)
+    assert _ours_ran(ours.report)
+    assert "# acme: written for vLLM by acme's templates" in ours.report["sources"][0]
+    assert ours.report["log"][0].endswith(f"templates from {templates})")
+    theirs = _run(tmp_path)
+    for mine, vllms in zip(ours.outputs, theirs.outputs, strict=True):
+        assert torch.equal(mine, vllms)
+
+
+@pytest.mark.parametrize(
+    "template, says",
+    [
+        (None, "no such directory"),
+        ("{% block header %", "module.py.j2"),  # does not parse
+        # the base's module under the vllm function: code that is no Python
+        ('{% extends "stitchgen/module.py.j2" %}', "not valid Python"),
+    ],
+    ids=["missing", "unparsable", "not-python"],
+)
+def test_a_broken_template_directory_fails_at_load_naming_it(tmp_path, template, says):
+    templates = tmp_path / "templates"
+    if template is not None:
+        templates.mkdir()
+        (templates / "module.py.j2").write_text(template)
+    env = {"STITCHGEN_VLLM": "1", "STITCHGEN_TEMPLATE_DIR": str(templates)}
+    result = _run(tmp_path, env, check=False)
+    assert result.returncode != 0
+    assert "stitchgen.errors.TemplateError: STITCHGEN_TEMPLATE_DIR=" in result.stderr
+    assert str(templates) in result.stderr and says in result.stderr
+    assert "execution_fn" not in result.stdout  # nothing ran

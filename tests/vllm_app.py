@@ -1,0 +1,214 @@
+"""A vLLM process in miniature, for tests/e2e/test_inside_vllm.py: run as a
+script in a fresh process, it loads the general plugins through vLLM's own
+``load_general_plugins()``, compiles a small model through vLLM's real
+``VllmBackend`` on the CPU, runs it on several inputs and reports, as one
+JSON line, whose code ran and what the plugin logged.
+
+    python tests/vllm_app.py '{"out": "outputs.pt", "sizes": [4, 7], ...}'
+
+What reaches ``VllmBackend`` on a machine without a GPU: vLLM's CPU platform
+is left alone (``VLLM_TARGET_DEVICE`` unset), the device config says cpu,
+the backend is ``eager``, and attention is a custom op registered with
+``direct_register_custom_op`` and listed in ``splitting_ops``.
+"""
+
+from __future__ import annotations
+
+import json
+import linecache
+import logging
+import operator
+import sys
+
+import torch
+from torch import nn
+from vllm.compilation.decorators import support_torch_compile
+from vllm.config import (
+    CompilationConfig,
+    CompilationMode,
+    CUDAGraphMode,
+    DeviceConfig,
+    PassConfig,
+    VllmConfig,
+    set_current_vllm_config,
+)
+from vllm.forward_context import set_forward_context
+from vllm.utils.torch_utils import direct_register_custom_op
+
+#: the file of the ``execution_fn`` that called attention, each call
+CALLERS: list[str | None] = []
+
+
+def _attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
+    frame = sys._getframe(1)
+    while frame is not None and frame.f_code.co_name != "execution_fn":
+        frame = frame.f_back
+    CALLERS.append(frame.f_code.co_filename if frame is not None else None)
+    return (q @ k.transpose(-1, -2)).softmax(-1) @ v
+
+
+def _attention_fake(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
+    return torch.empty_like(q)
+
+
+direct_register_custom_op(
+    "stitchgen_test_attention", _attention, mutates_args=[], fake_impl=_attention_fake
+)
+
+
+@support_torch_compile(dynamic_arg_dims={"x": 0})
+class Model(nn.Module):
+    def __init__(self, *, vllm_config: VllmConfig, prefix: str = "", layers: int, width: int):
+        super().__init__()
+        self.qkv = nn.ModuleList(nn.Linear(width, 3 * width) for _ in range(layers))
+        self.out = nn.ModuleList(nn.Linear(width, width) for _ in range(layers))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        for qkv, out in zip(self.qkv, self.out, strict=True):
+            q, k, v = qkv(x).chunk(3, dim=-1)
+            x = x + out(torch.ops.vllm.stitchgen_test_attention(q, k, v)).relu()
+        return x * 2
+
+
+def config() -> VllmConfig:
+    return VllmConfig(
+        device_config=DeviceConfig(device="cpu"),
+        compilation_config=CompilationConfig(
+            mode=CompilationMode.VLLM_COMPILE,
+            backend="eager",
+            splitting_ops=["vllm::stitchgen_test_attention"],
+            cudagraph_mode=CUDAGraphMode.NONE,
+            compile_sizes=[],
+            pass_config=PassConfig(
+                fuse_norm_quant=False, fuse_act_quant=False, fuse_rope_kvcache_cat_mla=False
+            ),
+        ),
+    )
+
+
+class Records(logging.Handler):
+    def __init__(self) -> None:
+        super().__init__(logging.DEBUG)
+        self.lines: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.lines.append(f"{record.levelname} {record.getMessage()}")
+
+
+def bindings() -> dict[str, str]:
+    """The module of each codegen name vLLM calls."""
+    import vllm.compilation.backends as backends
+    import vllm.compilation.caching as caching
+    import vllm.compilation.codegen as codegen
+
+    found = {}
+    for module, names in (
+        (codegen, ("generate_execution_code", "generate_execution_code_with_name")),
+        (codegen, ("compile_execution_fn",)),
+        (backends, ("generate_execution_code", "compile_execution_fn")),
+        (caching, ("compile_execution_fn",)),
+    ):
+        for name in names:
+            bound = getattr(module, name, None)
+            short = f"{module.__name__.rpartition('.')[2]}.{name}"
+            found[short] = "absent" if bound is None else bound.__module__
+    return found
+
+
+def break_api(how: str) -> None:
+    """Make this vLLM one the plugin does not know, before it loads."""
+    import vllm.compilation.codegen as codegen
+
+    if how == "signature":  # a newer vLLM's loader, say: another parameter, everywhere
+        original = codegen.compile_execution_fn
+
+        def compile_execution_fn(code, submod_callables, submod_names, consts=None, *, extra=None):
+            return original(code, submod_callables, submod_names, consts)
+
+        codegen.compile_execution_fn = compile_execution_fn  # before backends imports it
+    elif how == "moved":  # the warm start no longer imports the loader by name
+        import vllm.compilation.caching as caching
+
+        del caching.compile_execution_fn
+
+
+def main(options: dict) -> dict:
+    import vllm.compilation.codegen as codegen
+    from vllm.config.logging import LoggingConfig
+    from vllm.logger import configure_logging
+    from vllm.plugins import load_general_plugins
+
+    configure_logging(LoggingConfig())  # as each vLLM process does first
+
+    # as vLLM wrote them, before any plugin
+    vllms_own = codegen.generate_execution_code, codegen.compile_execution_fn
+    records = Records()
+    logging.getLogger("vllm.stitchgen").addHandler(records)
+    if options.get("break"):
+        break_api(options["break"])
+    before = bindings()
+    load_general_plugins()
+    if options.get("load_twice"):
+        import vllm.plugins
+
+        after_first = bindings()
+        vllm.plugins.plugins_loaded = False  # as a second process start would find it
+        load_general_plugins()
+        assert bindings() == after_first
+    cfg = config()
+    torch.manual_seed(options.get("seed", 0))
+    with set_current_vllm_config(cfg):
+        model = Model(vllm_config=cfg, layers=options["layers"], width=options["width"])
+    outputs = []
+    with set_current_vllm_config(cfg), set_forward_context(None, vllm_config=cfg):
+        for size in options["sizes"]:
+            x = torch.randn(size, options["width"], generator=torch.Generator().manual_seed(size))
+            outputs.append(model(x))
+    torch.save(outputs, options["out"])
+    callers = sorted(set(map(str, CALLERS)))
+    report = {
+        "callers": callers,
+        # the source of the code that ran (ours is registered in linecache)
+        "sources": ["".join(linecache.getlines(name)) for name in callers],
+        "before": before,
+        "after": bindings(),
+        "log": records.lines,
+    }
+    if options.get("warm_start"):
+        report["warm_start"] = warm_start(vllms_own)
+    return report
+
+
+def warm_start(vllms_own) -> dict:
+    """What a warm start from vLLM's compile cache does with the code in it:
+    ``caching.compile_execution_fn`` loads it. The cache keeps vLLM's format
+    either way: the loader bound now loads code vLLM's own codegen wrote,
+    and vLLM's own loader loads code the generator bound now writes."""
+    import torch.fx as fx
+    import vllm.compilation.caching as caching
+    import vllm.compilation.codegen as codegen
+
+    graph = fx.Graph()
+    call = graph.call_module("submod_0", (graph.placeholder("x"),))
+    value = graph.call_function(operator.getitem, (call, 0))
+    graph.output(graph.call_function(torch.mul, (value, 3.0)))
+    split = fx.GraphModule({"submod_0": nn.Tanh()}, graph)
+    split.__dict__["submod_0"] = lambda t: (torch.tanh(t),)  # as vLLM binds a compiled piece
+    callables = {"submod_0": split.submod_0}
+    sample = torch.linspace(-1.0, 1.0, 7)
+    expected = torch.tanh(sample) * 3.0
+    generate, load = vllms_own
+    code, names, consts = generate(split)  # vLLM's code, loaded by the bound loader
+    loaded = caching.compile_execution_fn(code, callables, names, consts)
+    code, names, consts = codegen.generate_execution_code(split)  # loaded by vLLM's
+    theirs = load(code, callables, names, consts)
+    return {
+        "loader": caching.compile_execution_fn.__module__,
+        "generator": codegen.generate_execution_code.__module__,
+        "loads_vllms_code": bool(torch.equal(loaded(sample), expected)),
+        "vllm_loads_its_code": bool(torch.equal(theirs(sample), expected)),
+    }
+
+
+if __name__ == "__main__":
+    print(json.dumps(main(json.loads(sys.argv[1]))))
