@@ -72,9 +72,13 @@ def register() -> None:
 
 
 def _logger() -> Any:
-    """vLLM's logger (its format, its level, its ``warning_once``)."""
-    from vllm.logger import init_logger
+    """vLLM's logger (its handler, format and level: a child of ``vllm``)."""
+    import logging
 
+    try:
+        from vllm.logger import init_logger
+    except ImportError:  # a vLLM that moved it: the plain logger of that name
+        return logging.getLogger("vllm.stitchgen")
     return init_logger("vllm.stitchgen")
 
 
@@ -90,14 +94,15 @@ def _enable(logger: Any) -> None:
     for name in TARGETS:
         try:
             modules[name] = importlib.import_module(name)
-        except ImportError as exc:
-            missing.append(f"module {name} ({exc})")
+        except Exception as exc:  # moved, or failing on import: not the vLLM we know
+            missing.append(f"module {name} ({type(exc).__name__}: {exc})")
     if not missing:
         if all(_ours(getattr(modules[n], a, None)) for n, names in TARGETS.items() for a in names):
             return  # loaded before: nothing to change
         missing = _unmatched(modules)
     if missing:
-        logger.warning_once(
+        # once per process, however often vLLM loads its plugins
+        getattr(logger, "warning_once", logger.warning)(
             "stitchgen %s: vLLM %s does not have the codegen API stitchgen.compat implements "
             "(vLLM 0.34's): %s. vLLM's own codegen stays in use.",
             __version__,
