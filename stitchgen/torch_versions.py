@@ -15,17 +15,17 @@ Handled here:
   call's result itself. :func:`split_tupled` gives the 2.12 graph on every
   release: node for node, name for name, so the generated code is
   byte-identical.
+- **torch 2.12** gave DTensor's placements (``Shard``, ``Replicate``,
+  ``Partial``) an ``__fx_repr__``, the source form an artifact stores them
+  by (:mod:`stitchgen.portable`). Before it, :func:`fx_repr` writes the
+  same text, so an artifact reads back in a fresh process on every release.
 - **torch 2.14** renamed opaque object types: a "reference" type (state,
   always a graph input) is a "symbolic" one, and
   ``is_opaque_reference_type`` logs a deprecation warning on every call.
   :func:`is_opaque_reference_type` is the check this torch names without
   a warning.
-- **torch 2.12** gave DTensor's placements (``Shard``, ``Replicate``,
-  ``Partial``) an ``__fx_repr__``, the source form an artifact stores them
-  by (:mod:`stitchgen.portable`). Before it, :func:`fx_repr` writes the
-  same text, so an artifact reads back in a fresh process on every release.
 
-Read, and needing nothing (each has a test that runs on every release):
+Read, and needing nothing (the suite, run on every release, covers each):
 
 - **torch 2.12** builds ``split_module``'s modules with
   ``_make_graph_module``: ``_LazyGraphModule`` under
@@ -62,7 +62,7 @@ __all__ = [
 ]
 
 #: Is this type an opaque reference type (torch 2.14+: "symbolic")? State,
-#: never a constant. The deprecated name only from torch 2.14, where it warns.
+#: never a constant. The old name only where the new one is missing (< 2.14).
 is_opaque_reference_type: Callable[[Any], bool] = (
     getattr(opaque_object, "is_opaque_symbolic_type", None)
     or opaque_object.is_opaque_reference_type
