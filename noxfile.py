@@ -12,6 +12,9 @@ import nox
 PYTHONS = ["3.10", "3.11", "3.12", "3.13"]
 TORCHES = ["2.11.0", "2.12.0", "2.13.0", "2.14.0", "2.15.0"]
 MAIN = "tests-3.11(torch='2.13.0')"
+#: exactly the torch asked for: a pip constraint that caps it (this machine's
+#: caps torch at 2.14.1) must not swap in another release
+UNCONSTRAINED = {"PIP_CONSTRAINT": "/dev/null"}
 
 nox.options.sessions = [MAIN, "golden", "lint"]
 
@@ -25,11 +28,8 @@ def _install(session: nox.Session) -> None:
 @nox.parametrize("torch", TORCHES)
 def tests(session: nox.Session, torch: str) -> None:
     """The whole suite and the golden check on one Python and one torch."""
-    # exactly the torch asked for: a pip constraint that caps it (this
-    # machine's caps torch at 2.14.1) must not swap in another release
-    unconstrained = {"PIP_CONSTRAINT": "/dev/null"}
-    session.install(f"torch=={torch}", env=unconstrained)
-    session.install("-e", ".[test]", env=unconstrained)
+    session.install(f"torch=={torch}", env=UNCONSTRAINED)
+    session.install("-e", ".[test]", env=UNCONSTRAINED)
     installed = session.run("python", "-c", "import torch; print(torch.__version__)", silent=True)
     if not str(installed).startswith(torch):
         session.error(f"asked for torch {torch}, the venv has {installed}")
@@ -56,8 +56,7 @@ def vllm(session: nox.Session) -> None:
     """The vLLM plugin inside the real vLLM 0.34.0, on the CPU: the entry
     point loaded by vLLM's own load_general_plugins(), the stitching code
     compiled by vLLM's real VllmBackend (tests/e2e/test_inside_vllm.py)."""
-    unconstrained = {"PIP_CONSTRAINT": "/dev/null"}
-    session.install(f"torch=={VLLM_TORCH}", env=unconstrained)
+    session.install(f"torch=={VLLM_TORCH}", env=UNCONSTRAINED)
     session.install("--no-deps", f"vllm=={VLLM}")
     session.install(*VLLM_NEEDS)
     session.install("-e", ".[test]")  # the entry point vLLM looks up

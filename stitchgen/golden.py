@@ -175,11 +175,16 @@ def versions() -> str:
     """What ``VERSIONS`` records: the stitchgen and black versions, and the
     torch releases stitchgen declares (its ``torch`` requirement: the golden
     files are byte-identical on every one, which its CI matrix proves)."""
+    return "\n".join([*_pinned(), _torch_requirement()]) + "\n"
+
+
+def _pinned() -> list[str]:
+    """The lines ``VERSIONS`` holds to exactly: stitchgen's and black's."""
     import black
 
     from .version import __version__
 
-    return f"stitchgen=={__version__}\nblack=={black.__version__}\n{_torch_requirement()}\n"
+    return [f"stitchgen=={__version__}", f"black=={black.__version__}"]
 
 
 def _torch_requirement() -> str:
@@ -225,8 +230,7 @@ def _holds(recorded: str) -> bool:
     (``torch<2.16,>=2.11``), which the running torch must satisfy
     (``torch==2.13.0``, as older files record it, exactly)."""
     lines = recorded.splitlines()
-    others = [line for line in lines if not line.startswith("torch")]
-    if others != [line for line in versions().splitlines() if not line.startswith("torch")]:
+    if [line for line in lines if not line.startswith("torch")] != _pinned():
         return False
     specs = [line[len("torch") :] for line in lines if line.startswith("torch")]
     if len(specs) != 1:
@@ -246,8 +250,7 @@ def _holds(recorded: str) -> bool:
 
 def _environment() -> str:
     """The versions this environment has, each exactly."""
-    others = [line for line in versions().splitlines() if not line.startswith("torch")]
-    return "\n".join([*others, f"torch=={_running_torch()}"]) + "\n"
+    return "\n".join([*_pinned(), f"torch=={_running_torch()}"]) + "\n"
 
 
 def _running_torch() -> str:

@@ -95,18 +95,6 @@ def split_tupled(gm: fx.GraphModule, partition: Callable[[fx.Node], int]) -> fx.
     return split
 
 
-def _piece(split: fx.GraphModule, call: fx.Node) -> object:
-    return split.get_submodule(str(call.target))
-
-
-def _bare_output(child: object) -> fx.Node | None:
-    """The value a piece returns bare (not in a tuple), if it does."""
-    if not isinstance(child, fx.GraphModule):
-        return None
-    value = child.graph.output_node().args[0]
-    return value if isinstance(value, fx.Node) else None
-
-
 def tuple_single_outputs(split: fx.GraphModule) -> None:
     """Make ``split``'s pieces that return one bare value return it in a
     1-tuple, and its stitching graph take it out with ``getitem``, as
@@ -114,11 +102,13 @@ def tuple_single_outputs(split: fx.GraphModule) -> None:
     rebuilt in order, so every node is named as that split names it
     (``getitem``, ``getitem_1``, ... counted over all pieces)."""
     graph = split.graph
-    bare: dict[fx.Node, fx.Node] = {}  # call -> the value its piece returns bare
+    bare: dict[fx.Node, tuple[fx.GraphModule, fx.Node]] = {}  # call -> piece, its bare value
     for node in graph.find_nodes(op="call_module"):
-        value = _bare_output(_piece(split, node))
-        if value is not None:
-            bare[node] = value
+        child = split.get_submodule(str(node.target))
+        if isinstance(child, fx.GraphModule):
+            value = child.graph.output_node().args[0]
+            if isinstance(value, fx.Node):
+                bare[node] = child, value
     if not bare:
         return
     rebuilt = fx.Graph(tracer_cls=graph._tracer_cls, tracer_extras=graph._tracer_extras)
@@ -136,9 +126,7 @@ def tuple_single_outputs(split: fx.GraphModule) -> None:
             calls[node] = new
             if node in bare:
                 env[node] = rebuilt.call_function(operator.getitem, (new, 0))
-    for node, value in bare.items():
-        child = _piece(split, node)
-        assert isinstance(child, fx.GraphModule)  # _bare_output found its graph
+    for child, value in bare.values():
         child.graph.output_node().args = ((value,),)
         child.recompile()
     split.graph = rebuilt

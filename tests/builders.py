@@ -25,3 +25,17 @@ def override_return(directory: Path, expression: str) -> Path:
         "{% endblock %}\n"
     )
     return path
+
+
+def vllm_header(directory: Path, comment: str) -> Path:
+    """A ``module.py.j2`` in ``directory`` that writes ``# <comment>`` above
+    the ``vllm`` variant's module (extending the variant's file, not the
+    built-in one); the directory."""
+    (Path(directory) / "module.py.j2").write_text(
+        '{% extends "stitchgen/variants/vllm/module.py.j2" %}\n'
+        "{% block header %}\n"
+        f"# {comment}\n"
+        "{{ super() -}}\n"
+        "{% endblock %}\n"
+    )
+    return Path(directory)

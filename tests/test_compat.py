@@ -2,6 +2,7 @@
 
 import pytest
 import torch
+from builders import vllm_header
 
 import stitchgen
 from stitchgen.compat import compile_execution_fn, generate_execution_code
@@ -97,18 +98,9 @@ def test_a_slice_reading_graph_values_is_written_not_lifted():
         assert torch.equal(actual, expected)
 
 
-VLLM_HEADER = """\
-{% extends "stitchgen/variants/vllm/module.py.j2" %}
-{% block header %}
-# acme: our templates, vLLM's convention
-{{ super() -}}
-{% endblock %}
-"""
-
-
 def test_codegen_writes_vllms_code_with_templates_of_your_own(tmp_path):
-    (tmp_path / "module.py.j2").write_text(VLLM_HEADER)
-    codegen = stitchgen.compat.Codegen([tmp_path])
+    templates = vllm_header(tmp_path, "acme: our templates, vLLM's convention")
+    codegen = stitchgen.compat.Codegen([templates])
     split_gm, inputs, expected, compiled = _vllm_style()
     code, submod_names, consts = codegen.generate_execution_code(split_gm)
     assert code.startswith("# acme: our templates, vLLM's convention\n")

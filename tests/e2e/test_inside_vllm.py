@@ -17,6 +17,7 @@ import pytest
 pytest.importorskip("vllm", reason="vLLM is not installed here: `nox -s vllm` runs these")
 
 import torch  # noqa: E402
+from builders import vllm_header  # noqa: E402
 
 import stitchgen  # noqa: E402
 
@@ -144,19 +145,10 @@ def test_an_unknown_value_warns_naming_the_accepted_ones(tmp_path):
     assert "0 (or leave it unset)" in warning
 
 
-VLLM_HEADER = """\
-{% extends "stitchgen/variants/vllm/module.py.j2" %}
-{% block header %}
-# acme: written for vLLM by acme's templates
-{{ super() -}}
-{% endblock %}
-"""
-
-
 def test_a_template_directory_applies_inside_vllm(tmp_path):
     templates = tmp_path / "templates"
     templates.mkdir()
-    (templates / "module.py.j2").write_text(VLLM_HEADER)
+    vllm_header(templates, "acme: written for vLLM by acme's templates")
     env = {"STITCHGEN_VLLM": "1", "STITCHGEN_TEMPLATE_DIR": str(templates)}
     ours = _run(tmp_path, env)
     assert _ours_ran(ours.report)
