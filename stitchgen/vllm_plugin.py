@@ -26,6 +26,7 @@ graph as the graph does — and a bad one is a
 
 from __future__ import annotations
 
+import functools
 import os
 from typing import Any
 
@@ -101,13 +102,11 @@ def _enable(logger: Any) -> None:
             return  # loaded before: nothing to change
         missing = _unmatched(modules)
     if missing:
-        # once per process, however often vLLM loads its plugins
-        getattr(logger, "warning_once", logger.warning)(
-            "stitchgen %s: vLLM %s does not have the codegen API stitchgen.compat implements "
-            "(vLLM 0.34's): %s. vLLM's own codegen stays in use.",
-            __version__,
-            getattr(vllm, "__version__", "of unknown version"),
-            "; ".join(missing),
+        _warn_once(
+            logger,
+            f"stitchgen {__version__}: vLLM {getattr(vllm, '__version__', 'of unknown version')} "
+            "does not have the codegen API stitchgen.compat implements (vLLM 0.34's): "
+            f"{'; '.join(missing)}. vLLM's own codegen stays in use.",
         )
         return
     directory = os.environ.get(TEMPLATE_DIR) or None
@@ -123,15 +122,29 @@ def _enable(logger: Any) -> None:
     )
 
 
+@functools.cache
+def _warn_once(logger: Any, message: str) -> None:
+    """``message`` as a warning, once per process however often vLLM loads
+    its plugins (a cache of what was said, not depending on the logger
+    vLLM's version offers)."""
+    logger.warning(message)
+
+
 def _ours(function: Any) -> bool:
     """Bound by this plugin: a function (or ``Codegen`` method) of ``compat``."""
     return getattr(function, "__module__", None) == "stitchgen.compat"
 
 
-def _parameters(function: Any) -> list[tuple[str, Any, Any]]:
+def _parameters(function: Any) -> list[tuple[str, Any, Any]] | None:
+    """Each parameter's name, kind and default; None for a callable that
+    has no signature to read (a builtin, say)."""
     import inspect
 
-    return [(p.name, p.kind, p.default) for p in inspect.signature(function).parameters.values()]
+    try:
+        parameters = inspect.signature(function).parameters.values()
+    except (TypeError, ValueError):
+        return None
+    return [(p.name, p.kind, p.default) for p in parameters]
 
 
 def _unmatched(modules: dict[str, Any]) -> list[str]:

@@ -39,3 +39,47 @@ def test_off_the_plugin_imports_nothing_but_itself(value):
     assert result.returncode == 0, result.stderr
     assert json.loads(result.stdout) == ["stitchgen", "stitchgen.version", "stitchgen.vllm_plugin"]
     assert result.stderr == ""
+
+
+FAKE_CODEGEN = """\
+compile_execution_fn = min  # a builtin with no signature to read
+def generate_execution_code(split_gm):
+    return "vllm's"
+def generate_execution_code_with_name(split_gm, fn_name, with_submod, consts=None,
+                                      const_index=None):
+    return "vllm's"
+"""
+
+
+def test_a_vllm_of_another_api_is_warned_about_and_left_untouched(tmp_path):
+    """A vLLM that is not 0.34 (here one without vllm.logger, whose loader
+    is a builtin): one warning naming its version and what differs, every
+    name as it was, and its start goes on."""
+    package = tmp_path / "vllm"
+    (package / "compilation").mkdir(parents=True)
+    (package / "__init__.py").write_text('__version__ = "9.9.9"\n')
+    (package / "compilation" / "__init__.py").write_text("")
+    (package / "compilation" / "codegen.py").write_text(FAKE_CODEGEN)
+    for module in ("backends", "caching"):
+        (package / "compilation" / f"{module}.py").write_text(
+            "from vllm.compilation.codegen import *  # noqa\n"
+            "from vllm.compilation.codegen import compile_execution_fn, generate_execution_code\n"
+        )
+    env = {k: v for k, v in os.environ.items() if not k.startswith("STITCHGEN_")}
+    env.update(STITCHGEN_VLLM="1", PYTHONPATH=os.pathsep.join([str(tmp_path), *sys.path]))
+    script = (
+        "import json\n"
+        "from stitchgen.vllm_plugin import register\n"
+        "register(); register()\n"
+        "import vllm.compilation.backends as b, vllm.compilation.caching as c\n"
+        "print(json.dumps([b.compile_execution_fn is min, c.compile_execution_fn is min,\n"
+        "                  b.generate_execution_code.__module__]))\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, env=env, timeout=120
+    )
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout) == [True, True, "vllm.compilation.codegen"]
+    [warning] = [line for line in result.stderr.splitlines() if line.startswith("stitchgen ")]
+    assert "vLLM 9.9.9 does not have the codegen API" in warning
+    assert "vllm.compilation.codegen.compile_execution_fn (no signature) is not" in warning
