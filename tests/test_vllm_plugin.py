@@ -19,24 +19,31 @@ def test_vllm_finds_the_plugin_by_its_entry_point():
     assert found.load() is vllm_plugin.register
 
 
+def _registered_twice(then: str, env: dict[str, str]) -> subprocess.CompletedProcess:
+    """A fresh process that calls ``register()`` twice, as vLLM may, then
+    runs ``then``: no STITCHGEN_* variables but ``env``'s; it must succeed."""
+    env = {
+        **{k: v for k, v in os.environ.items() if not k.startswith("STITCHGEN_")},
+        **env,
+    }
+    script = "import json\nfrom stitchgen.vllm_plugin import register\nregister(); register()\n"
+    result = subprocess.run(
+        [sys.executable, "-c", script + then], capture_output=True, text=True, env=env, timeout=120
+    )
+    assert result.returncode == 0, result.stderr
+    return result
+
+
 @pytest.mark.parametrize("value", [None, "", "0"], ids=["unset", "empty", "zero"])
 def test_off_the_plugin_imports_nothing_but_itself(value):
     """vLLM loads general plugins in every process (API server, engine,
     each worker): off, loading stitchgen's costs the import of this module."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("STITCHGEN_")}
-    if value is not None:
-        env["STITCHGEN_VLLM"] = value
-    script = (
-        "import json, sys\n"
-        "from stitchgen.vllm_plugin import register\n"
-        "register(); register()\n"
+    result = _registered_twice(
+        "import sys\n"
         "print(json.dumps(sorted(m for m in sys.modules if m.split('.')[0] in "
-        "('torch', 'vllm', 'stitchgen', 'jinja2', 'black'))))\n"
+        "('torch', 'vllm', 'stitchgen', 'jinja2', 'black'))))\n",
+        {} if value is None else {"STITCHGEN_VLLM": value},
     )
-    result = subprocess.run(
-        [sys.executable, "-c", script], capture_output=True, text=True, env=env, timeout=120
-    )
-    assert result.returncode == 0, result.stderr
     assert json.loads(result.stdout) == ["stitchgen", "stitchgen.version", "stitchgen.vllm_plugin"]
     assert result.stderr == ""
 
@@ -65,20 +72,12 @@ def test_a_vllm_of_another_api_is_warned_about_and_left_untouched(tmp_path):
             "from vllm.compilation.codegen import *  # noqa\n"
             "from vllm.compilation.codegen import compile_execution_fn, generate_execution_code\n"
         )
-    env = {k: v for k, v in os.environ.items() if not k.startswith("STITCHGEN_")}
-    env.update(STITCHGEN_VLLM="1", PYTHONPATH=os.pathsep.join([str(tmp_path), *sys.path]))
-    script = (
-        "import json\n"
-        "from stitchgen.vllm_plugin import register\n"
-        "register(); register()\n"
+    result = _registered_twice(
         "import vllm.compilation.backends as b, vllm.compilation.caching as c\n"
         "print(json.dumps([b.compile_execution_fn is min, c.compile_execution_fn is min,\n"
-        "                  b.generate_execution_code.__module__]))\n"
+        "                  b.generate_execution_code.__module__]))\n",
+        {"STITCHGEN_VLLM": "1", "PYTHONPATH": os.pathsep.join([str(tmp_path), *sys.path])},
     )
-    result = subprocess.run(
-        [sys.executable, "-c", script], capture_output=True, text=True, env=env, timeout=120
-    )
-    assert result.returncode == 0, result.stderr
     assert json.loads(result.stdout) == [True, True, "vllm.compilation.codegen"]
     [warning] = [line for line in result.stderr.splitlines() if line.startswith("stitchgen ")]
     assert "vLLM 9.9.9 does not have the codegen API" in warning
