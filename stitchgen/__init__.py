@@ -32,7 +32,15 @@ from .version import __version__ as __version__
 if TYPE_CHECKING:  # what the lazy doors below resolve, for type checkers and IDEs
     from . import compat, ir
     from .artifact import load_artifact, read_artifact
-    from .errors import ArtifactError, BindingError, CodegenError, StitchgenError, TemplateError
+    from .errors import (
+        ArtifactError,
+        BindingError,
+        CodegenError,
+        GoldenError,
+        ProgramError,
+        StitchgenError,
+        TemplateError,
+    )
     from .filters import Code
     from .generated import Generated
     from .ir import Program
@@ -49,7 +57,9 @@ _DOORS = {
     "Code": "filters",
     "CodegenError": "errors",
     "Generated": "generated",
+    "GoldenError": "errors",
     "Program": "ir",
+    "ProgramError": "errors",
     "StitchgenError": "errors",
     "TemplateError": "errors",
     "Templates": "rendering",
@@ -72,7 +82,9 @@ __all__ = [
     "Code",
     "CodegenError",
     "Generated",
+    "GoldenError",
     "Program",
+    "ProgramError",
     "StitchgenError",
     "TemplateError",
     "Templates",

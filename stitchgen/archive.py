@@ -40,6 +40,7 @@ __all__ = [
     "Verified",
     "digest",
     "open_artifact",
+    "read_manifest",
     "save_artifact",
     "verified_file",
     "versions",
@@ -97,7 +98,10 @@ def _sign(manifest: dict[str, Any], key: bytes) -> str:
 def save_artifact(
     generated: Storable, path: str | os.PathLike[str], *, key: bytes | None = None
 ) -> Path:
-    """Write ``generated`` to the directory ``path`` (replaced atomically)."""
+    """Write ``generated`` to the directory ``path``, replacing it atomically
+    only where it is absent, an empty directory or a stitchgen artifact
+    holding nothing but its own files; anything else there is an
+    :class:`~stitchgen.errors.ArtifactError` naming it, and nothing is written."""
     program_ir = generated.program
     if program_ir is None:
         raise ArtifactError("an artifact stores the program's IR; this code carries none")
@@ -136,19 +140,82 @@ def save_artifact(
     if key is not None:
         manifest["hmac"] = _sign(manifest, key)
     target = Path(path)
+    _check_replaceable(target)
     target.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=".stitchgen-", dir=target.parent))
+    aside = None
     try:
         for name, data in files.items():
             (staging / name).write_bytes(data)
         (staging / "manifest.json").write_text(json.dumps(manifest, indent=1, sort_keys=True))
-        if target.exists():
-            shutil.rmtree(target)
-        os.replace(staging, target)
+        if target.exists():  # the old artifact moves aside; back in place if the swap fails
+            aside = staging.with_name(staging.name + "-old")
+            os.replace(target, aside)
+        try:
+            os.replace(staging, target)
+        except BaseException:
+            if aside is not None:
+                os.replace(aside, target)
+                aside = None
+            raise
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
         raise
+    finally:
+        if aside is not None:
+            shutil.rmtree(aside, ignore_errors=True)
     return target
+
+
+def _check_replaceable(target: Path) -> None:
+    """Nothing, if ``save`` may replace ``target``: absent, an empty directory,
+    or an artifact of stitchgen's holding only the files its manifest lists."""
+    if not os.path.lexists(target):
+        return
+    refusal = "save replaces only an empty directory or a stitchgen artifact"
+    if target.is_symlink() or not target.is_dir():
+        kind = "a symbolic link" if target.is_symlink() else "a file"
+        raise ArtifactError(f"{target} is {kind}, not an artifact directory: {refusal}")
+    found = sorted(entry.name for entry in target.iterdir())
+    if not found:
+        return
+    try:
+        manifest = read_manifest(target)
+    except ArtifactError:
+        raise ArtifactError(
+            f"{target} is not a stitchgen artifact (it holds {_listed(found)}): {refusal}; "
+            "choose another path"
+        ) from None
+    own = {"manifest.json", *manifest.get("digests", {})}
+    other = [
+        name
+        for name in found
+        if name not in own or not (target / name).is_file() or (target / name).is_symlink()
+    ]
+    if other:
+        raise ArtifactError(
+            f"{target} is a stitchgen artifact that also holds {_listed(other)}, which "
+            f"stitchgen did not write: {refusal}; move them first"
+        )
+
+
+def _listed(names: list[str], most: int = 5) -> str:
+    shown = ", ".join(names[:most])
+    return shown + (f" and {len(names) - most} more" if len(names) > most else "")
+
+
+def read_manifest(root: Path) -> dict[str, Any]:
+    """``root/manifest.json`` if it says ``root`` is a stitchgen artifact;
+    else an :class:`~stitchgen.errors.ArtifactError` saying why not."""
+    if not (root / "manifest.json").is_file():
+        raise ArtifactError(f"{root}: not a stitchgen artifact (no manifest.json)")
+    try:
+        manifest = json.loads(_read(root, "manifest.json"))
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise ArtifactError(f"artifact {root}: manifest.json is corrupt ({exc})") from None
+    if not isinstance(manifest, dict) or manifest.get("format") != FORMAT:
+        raise ArtifactError(f"{root}: not a stitchgen artifact (manifest.json is not stitchgen's)")
+    return manifest
 
 
 def _read(path: Path, name: str) -> bytes:
@@ -178,12 +245,7 @@ def verified_file(root: Path, manifest: dict[str, Any], name: str) -> bytes:
 
 
 def open_artifact(root: Path, key: bytes | None, allow_imports: Iterable[str]) -> Verified:
-    try:
-        manifest = json.loads(_read(root, "manifest.json"))
-    except json.JSONDecodeError as exc:
-        raise ArtifactError(f"artifact {root}: manifest.json is corrupt ({exc})") from None
-    if not isinstance(manifest, dict) or manifest.get("format") != FORMAT:
-        raise ArtifactError(f"artifact {root}: not a stitchgen artifact")
+    manifest = read_manifest(root)
     if manifest.get("version") != VERSION:
         raise ArtifactError(
             f"artifact {root}: format version {manifest.get('version')!r}, this stitchgen "

@@ -74,6 +74,8 @@ def split_decoder(
     stitching graph of ``2 * n_layers + 1`` inlined pieces."""
     from .split import split_graph
 
+    if not isinstance(n_layers, int) or n_layers < 1:
+        raise ValueError(f"n_layers must be a positive integer, not {n_layers!r}")
     inputs = decoder_inputs(n_layers, hidden, tokens, device)
     gm = make_fx(decoder(n_layers, hidden))(*inputs)
     return split_graph(gm, ["stitchgen_demo::attention"]), inputs

@@ -2,7 +2,8 @@
 (or ``dump_dir=`` on ``generate``/``compile``/``backend``) writes each
 generated module as ``DIR/<name>-<digest>.py``, black-formatted, under a
 short header (graph, pieces, inputs, versions). A file is written atomically
-and never twice for the same text; a directory that cannot be written is a
+and never twice for the same text, and nothing already in the directory is
+replaced or removed; a directory that cannot be written is a
 warning, never a failed compile. When ``TORCH_TRACE`` is set, the same text
 goes to ``torch._logging.trace_structured`` as the artifact
 ``stitchgen_generated_code`` (for tlparse); otherwise nothing is computed
@@ -11,6 +12,7 @@ goes to ``torch._logging.trace_structured`` as the artifact
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import os
 import tempfile
@@ -47,9 +49,11 @@ def write_dump(directory: str | os.PathLike[str], name: str, text: str) -> Path 
     per digest); None and a warning if the directory cannot be written."""
     digest = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:16]
     target = Path(directory) / f"{name}-{digest}.py"
-    if target.is_file():
+    if target.is_file() and not target.is_symlink():
         return target  # the same text is there already
     try:
+        if os.path.lexists(target):  # something else by that name: never replaced
+            raise FileExistsError(errno.EEXIST, "not a file stitchgen wrote", str(target))
         target.parent.mkdir(parents=True, exist_ok=True)
         fd, staging = tempfile.mkstemp(prefix=f".{name}-", suffix=".tmp", dir=target.parent)
         try:

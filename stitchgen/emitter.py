@@ -34,7 +34,7 @@ from typing import Any, ClassVar
 
 from .errors import TemplateError
 from .expressions import Writer, comment_source, dotted_source, name_items
-from .identifiers import is_identifier
+from .identifiers import checked
 from .ir import DictExpr, Function, ListExpr, Program, TupleExpr, UnpackCall
 from .layout import Unsure, bracketed, fits
 
@@ -56,9 +56,7 @@ def _where(stmt: Any) -> str:
 
 def ident(name: str) -> str:
     """What the environment's ``finalize`` lets through unfiltered."""
-    if not is_identifier(name):
-        raise ValueError(f"{name!r} is not an identifier")
-    return name
+    return checked(name)
 
 
 class Emitter:

@@ -1,7 +1,12 @@
-"""Errors raised by stitchgen. Each names the node, template or binding at fault.
+"""Errors raised by stitchgen. Each names the node, template, binding, file
+or case at fault.
 
-All derive from :class:`StitchgenError` (catch that for "anything stitchgen
-refused") and keep a builtin base for code that catches those.
+Every error about a user's graph, templates, bindings, artifacts, golden
+cases or files derives from :class:`StitchgenError` (catch that for
+"anything stitchgen refused") and keeps a builtin base for code that catches
+those. Misuse of an argument (a wrong type, an unknown option) is Python's
+own ``TypeError``/``ValueError``; :mod:`stitchgen.compat` raises what vLLM's
+codegen raises.
 """
 
 from __future__ import annotations
@@ -12,8 +17,10 @@ __all__ = [
     "ArtifactError",
     "BindingError",
     "CodegenError",
+    "GoldenError",
     "ProgramError",
     "StitchgenError",
+    "TemplateDirError",
     "TemplateError",
     "describe_node",
 ]
@@ -59,12 +66,25 @@ class TemplateError(StitchgenError, RuntimeError):
         super().__init__(message)
 
 
+class TemplateDirError(TemplateError, FileNotFoundError):
+    """A template directory that does not exist (also a ``FileNotFoundError``,
+    which stitchgen raised for it before)."""
+
+
 class ArtifactError(StitchgenError, ValueError):
-    """An artifact that cannot be saved or trusted; the message says which
-    file or constant, and why."""
+    """An artifact that cannot be saved or trusted, or a path ``save`` will not
+    replace; the message says which file, folder or constant, and why."""
+
+
+class GoldenError(StitchgenError, ValueError):
+    """A golden case, cases module or golden directory that stitchgen cannot
+    use: an unknown case, a cases file that is missing or maps no functions, a
+    builder that raised, or a file in the golden directory that stitchgen did
+    not write and so will not replace (the message names it)."""
 
 
 class ProgramError(StitchgenError, ValueError):
-    """A :class:`~stitchgen.ir.Program` that breaks an IR invariant; the
-    message names the function, the statement and the pass that ran last
-    (see :func:`stitchgen.ir.verify`)."""
+    """A :class:`~stitchgen.ir.Program` that breaks an IR invariant (the
+    message names the function, the statement and the pass that ran last: see
+    :func:`stitchgen.ir.verify`), or that cannot be written as Python (an entry
+    name that would shadow a builtin or an imported module)."""

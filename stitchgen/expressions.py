@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from .identifiers import is_dotted, is_identifier
+from .identifiers import checked, is_identifier
 from .ir import (
     ConstRef,
     DictExpr,
@@ -154,9 +154,7 @@ class Writer:
         """Parameters, one source text each (``x``, ``y=2``, ``*rest``)."""
         out = []
         for p in params:
-            if not is_identifier(p.name):
-                raise ValueError(f"parameter {p.name!r} is not an identifier")
-            text = p.kind + p.name
+            text = p.kind + checked(p.name, "parameter")
             if p.default is not None:
                 text += "=" + self.source(p.default)
             out.append(text)
@@ -176,18 +174,13 @@ def name_items(items: Iterable[Any]) -> list[str]:
     """Identifiers, or the ``name`` of objects that have one, each checked."""
     out = []
     for item in items:
-        name = item if isinstance(item, str) else item.name
-        if not is_identifier(name):
-            raise ValueError(f"{name!r} is not an identifier")
-        out.append(name)
+        out.append(checked(item if isinstance(item, str) else item.name))
     return out
 
 
 def dotted_source(name: str) -> str:
     """A dotted module or attribute path, checked atom by atom."""
-    if not is_dotted(name):
-        raise ValueError(f"{name!r} is not a dotted name")
-    return name
+    return checked(name, dotted=True)
 
 
 def comment_source(text: Any) -> str:

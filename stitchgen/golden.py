@@ -19,18 +19,31 @@ stitchgen and black versions that produced them and the torch releases
 stitchgen supports (the files are byte-identical on each); a mismatch — or
 a torch outside that range — is reported as such (regenerate, or install
 those versions), not as drift.
+
+``update`` replaces or removes only what it wrote itself. ``DIR/FILES``
+records the golden files it wrote; a stale file (one whose case is gone) is
+removed only if that record lists it, and a file at a case's path that the
+record does not list is replaced only if it already holds exactly the
+generated code (it is then recorded), else the whole update is refused,
+naming it, before anything is written. ``VERSIONS`` and ``FILES`` are
+replaced only when they are stitchgen's own (their first line says so).
+Every error about the cases or the directory is a
+:class:`~stitchgen.errors.GoldenError`.
 """
 
 from __future__ import annotations
 
 import difflib
 import importlib.util
+import os
 import re
 import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from .errors import GoldenError, StitchgenError
 
 __all__ = [
     "Entry",
@@ -40,12 +53,20 @@ __all__ = [
     "find_root",
     "load_cases",
     "load_registry",
+    "selected",
     "update",
     "versions",
+    "written",
 ]
 
 REGEN = "stitchgen golden --update"
 VERSIONS = "VERSIONS"
+#: the record of the golden files ``update`` wrote into a directory
+RECORD = "FILES"
+_RECORD_HEADER = (
+    "# stitchgen golden: the files `stitchgen golden --update` wrote here "
+    "(it replaces or removes no other file)"
+)
 
 
 def find_root(start: Path | None = None) -> Path:
@@ -54,8 +75,9 @@ def find_root(start: Path | None = None) -> Path:
     for candidate in (here, *here.parents):
         if (candidate / "tests" / "golden_cases.py").is_file():
             return candidate
-    raise FileNotFoundError(
-        f"no tests/golden_cases.py at or above {here}; run from the project root or pass --root"
+    raise GoldenError(
+        f"no tests/golden_cases.py at or above {here}; run from the project root, pass --root, "
+        "or name your cases with --cases MODULE[:ATTR] --dir DIR"
     )
 
 
@@ -63,9 +85,14 @@ def load_registry(root: Path) -> Any:
     """Import ``root/tests/golden_cases.py`` as module ``golden_cases`` (the
     name pytest gives it, so generated code is the same from both)."""
     path = root / "tests" / "golden_cases.py"
+    if not path.is_file():
+        raise GoldenError(f"{root.resolve()} holds no golden registry (tests/golden_cases.py)")
     module = sys.modules.get("golden_cases")
     if module is None or Path(getattr(module, "__file__", "")).resolve() != path.resolve():
-        module = _import_file(path, "golden_cases")
+        try:
+            module = _import_file(path, "golden_cases")
+        except Exception as exc:
+            raise GoldenError(f"the golden registry {path} raised {_said(exc)}") from exc
     return module
 
 
@@ -80,6 +107,9 @@ def _import_file(path: Path, name: str, beside: bool = False) -> Any:
         sys.path.insert(0, str(path.parent))
     try:
         spec.loader.exec_module(module)
+    except BaseException:
+        sys.modules.pop(name, None)  # no half-imported module left behind
+        raise
     finally:
         if beside:
             sys.path.remove(str(path.parent))
@@ -88,24 +118,61 @@ def _import_file(path: Path, name: str, beside: bool = False) -> Any:
 
 def load_cases(spec: str) -> Mapping[str, Callable[[], Any]]:
     """The mapping ``MODULE[:ATTR]`` names (``ATTR`` defaults to ``CASES``);
-    ``MODULE`` is importable, or a path to a ``.py`` file."""
+    ``MODULE`` is importable, or a path to a ``.py`` file. A module that is
+    missing or fails to import, a missing attribute, or one that does not map
+    case names (each a file name: no path, no leading dot) to functions is a
+    :class:`~stitchgen.errors.GoldenError` naming it."""
     module_name, _, attr = spec.partition(":")
     attr = attr or "CASES"
+    where = f"--cases {spec}"
+    if not module_name:
+        raise GoldenError(f"{where}: names no module (MODULE[:ATTR])")
     if module_name.endswith(".py") or "/" in module_name:
         path = Path(module_name).resolve()
         if not path.is_file():
-            raise FileNotFoundError(f"--cases {spec}: no file {path}")
+            raise GoldenError(f"{where}: no file {path}")
         # its own helpers import as they would in its tests
-        module = _import_file(path, f"stitchgen_golden_cases_{path.stem}", beside=True)
+        load = lambda: _import_file(path, f"stitchgen_golden_cases_{path.stem}", beside=True)  # noqa: E731
     else:
-        module = importlib.import_module(module_name)
-    cases = getattr(module, attr, None)
+        load = lambda: importlib.import_module(module_name)  # noqa: E731
+    try:
+        module = load()
+    except ModuleNotFoundError as exc:
+        if exc.name and module_name.startswith(exc.name):
+            raise GoldenError(f"{where}: no module named {exc.name!r}") from exc
+        raise GoldenError(f"{where}: importing {module_name} raised {_said(exc)}") from exc
+    except Exception as exc:
+        raise GoldenError(f"{where}: importing {module_name} raised {_said(exc)}") from exc
+    if not hasattr(module, attr):
+        raise GoldenError(f"{where}: {module_name} has no attribute {attr!r}")
+    cases = getattr(module, attr)
     if not isinstance(cases, Mapping) or not all(callable(v) for v in cases.values()):
-        raise TypeError(
-            f"--cases {spec}: {module_name}.{attr} must map case names to functions "
-            "returning a GraphModule"
+        raise GoldenError(
+            f"{where}: {attr} in {module_name} is not a mapping of case names to functions "
+            f"returning a GraphModule (its type is {type(cases).__name__})"
         )
+    for name in cases:
+        _check_case_name(name, where)
     return cases
+
+
+def _said(exc: BaseException) -> str:
+    """``ZeroDivisionError: division by zero``"""
+    return f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+
+
+def _check_case_name(name: object, where: str) -> None:
+    """A case name is its golden file's name: no path, no leading dot."""
+    if (
+        not isinstance(name, str)
+        or not name
+        or name.startswith(".")
+        or any(c in name for c in "/\\\0")
+    ):
+        raise GoldenError(
+            f"{where}: case name {name!r} is not a file name (a non-empty string with no "
+            "path separator and no leading dot)"
+        )
 
 
 @dataclass(frozen=True)
@@ -124,16 +191,29 @@ class Entry:
         return base / f"{self.key}.py"
 
     def code(self, device: str = "cpu") -> str:
-        """The golden code: ``generate(..., format=True)``."""
+        """The golden code: ``generate(..., format=True)``. A builder that
+        raises or returns no GraphModule, and a graph stitchgen refuses, are
+        a :class:`~stitchgen.errors.GoldenError` naming the case."""
         import torch.fx as fx
 
         from .pipeline import generate
 
-        case = self.build(device)
-        gm = case if isinstance(case, fx.GraphModule) else case.gm
+        try:
+            case = self.build(device)
+        except Exception as exc:
+            raise GoldenError(f"golden case {self.key!r}: its builder raised {_said(exc)}") from exc
+        gm = case if isinstance(case, fx.GraphModule) else getattr(case, "gm", None)
+        if not isinstance(gm, fx.GraphModule):
+            raise GoldenError(
+                f"golden case {self.key!r}: its builder returned a {type(case).__name__}, not a "
+                "GraphModule (or an object with .gm)"
+            )
         opaque = tuple(getattr(case, "submods", None) or ())
-        templates = self.templates() if self.templates else None
-        return generate(gm, opaque=opaque, templates=templates).code
+        try:
+            templates = self.templates() if self.templates else None
+            return generate(gm, opaque=opaque, templates=templates).code
+        except StitchgenError as exc:  # the graph or the templates: the case's input
+            raise GoldenError(f"golden case {self.key!r}: {exc}") from exc
 
 
 def entries_from_cases(
@@ -259,20 +339,84 @@ def _running_torch() -> str:
     return torch_version()
 
 
-def _selected(all_entries: dict[str, Entry], only: list[str] | None) -> list[Entry]:
+def selected(all_entries: dict[str, Entry], only: list[str] | None) -> list[Entry]:
+    """The entries ``only`` names (all of them when it is empty); an unknown
+    name is a :class:`~stitchgen.errors.GoldenError` listing the known ones."""
     if not only:
         return list(all_entries.values())
     unknown = [key for key in only if key not in all_entries]
     if unknown:
-        raise KeyError(f"unknown golden case(s) {unknown}; known: {sorted(all_entries)}")
+        known = ", ".join(sorted(all_entries)) or "none"
+        raise GoldenError(f"unknown golden case(s) {', '.join(unknown)}; known: {known}")
     return [all_entries[key] for key in only]
 
 
-def _stale(directory: Path, all_entries: dict[str, Entry]) -> list[Path]:
-    found = sorted(directory.rglob("*.py")) if directory.is_dir() else []
-    return [
-        p for p in found if p.relative_to(directory).with_suffix("").as_posix() not in all_entries
-    ]
+def _owned_text(path: Path, ours: Callable[[str], bool], what: str) -> str | None:
+    """The text of stitchgen's own file ``path``, None if there is none; a
+    GoldenError if something else is there."""
+    if not os.path.lexists(path):
+        return None
+    text = None
+    if path.is_file() and not path.is_symlink():
+        try:
+            text = path.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError):
+            text = None
+    if text is None or not ours(text):
+        raise GoldenError(
+            f"{path} is not {what} that stitchgen wrote ({_kind(path)}); stitchgen replaces "
+            "only its own files there: move it, or choose another --dir"
+        )
+    return text
+
+
+def _kind(path: Path) -> str:
+    if path.is_symlink():
+        return "a symbolic link"
+    if path.is_dir():
+        return "a directory"
+    return "a file of other content"
+
+
+def written(directory: Path) -> set[str]:
+    """The golden files stitchgen recorded writing into ``directory`` (their
+    keys: ``case`` or ``set/case``); empty where it keeps no record yet."""
+    text = _owned_text(directory / RECORD, lambda t: t.startswith(_RECORD_HEADER), "a record")
+    lines = (text or "").splitlines()[1:]
+    return {key for key in (line.strip() for line in lines) if _is_key(key)}
+
+
+def _is_key(key: str) -> bool:
+    """A relative path inside the directory, as ``update`` writes them."""
+    parts = key.split("/")
+    return bool(key) and all(p and not p.startswith(".") and "\\" not in p for p in parts)
+
+
+def _read_versions(directory: Path) -> str | None:
+    return _owned_text(
+        directory / VERSIONS, lambda t: t.startswith("stitchgen=="), "a VERSIONS record"
+    )
+
+
+def _state(path: Path, code: str, recorded: bool) -> tuple[str, str]:
+    """How the file at a case's ``path`` stands against its ``code``, and its
+    text: ``missing``, ``same``, ``drift`` (stitchgen's own file, which
+    ``update`` replaces: ``recorded`` in its record) or ``foreign`` (anything
+    else there, which ``update`` refuses to replace)."""
+    if not os.path.lexists(path):
+        return "missing", ""
+    if not path.is_file() or path.is_symlink():
+        return "foreign", ""
+    text = path.read_text(encoding="utf-8", errors="replace")
+    if text == code:
+        return "same", text
+    return ("drift" if recorded else "foreign"), text
+
+
+def _stale(directory: Path, recorded: set[str], all_entries: dict[str, Entry]) -> list[Path]:
+    """The golden files stitchgen wrote whose case is gone (still there)."""
+    paths = (directory / f"{key}.py" for key in sorted(recorded - set(all_entries)))
+    return [p for p in paths if p.is_file() and not p.is_symlink()]
 
 
 def check(
@@ -287,24 +431,31 @@ def check(
     ``all_entries``/``directory`` default to the registry under ``root``."""
     all_entries = entries(root) if all_entries is None else all_entries
     directory = root / "golden" if directory is None else directory
-    recorded = directory / VERSIONS
-    if recorded.is_file() and not _holds(recorded.read_text()):
+    recorded = _read_versions(directory)
+    if recorded is not None and not _holds(recorded):
         return [
-            f"{recorded}: version mismatch, not drift: the golden files were made with\n"
-            + _indented(recorded.read_text())
+            f"{directory / VERSIONS}: version mismatch, not drift: the golden files were made "
+            "with\n"
+            + _indented(recorded)
             + "and this environment has\n"
             + _indented(_environment())
             + f"install those versions to check them, or regenerate: {regen}"
         ]
     problems: list[str] = []
-    for entry in _selected(all_entries, only):
+    recorded_files = written(directory)
+    for entry in selected(all_entries, only):
         path = entry.path(root)
         actual = entry.code()
-        if not path.is_file():
+        state, expected = _state(path, actual, entry.key in recorded_files)
+        if state == "missing":
             problems.append(f"{path}: missing (run `{regen} -k {entry.key}`)")
-            continue
-        expected = path.read_text(encoding="utf-8")
-        if actual != expected:
+        elif state == "foreign":
+            problems.append(
+                f"{path}: not a golden file stitchgen wrote ({_kind(path)}, not in "
+                f"{directory / RECORD}); `{regen}` will not replace it: move it or rename "
+                "the case"
+            )
+        elif state == "drift":
             diff = difflib.unified_diff(
                 expected.splitlines(True),
                 actual.splitlines(True),
@@ -313,7 +464,7 @@ def check(
             )
             problems.append("".join(diff) + f"\nto accept: {regen} -k {entry.key}")
     if not only:
-        for path in _stale(directory, all_entries):
+        for path in _stale(directory, recorded_files, all_entries):
             problems.append(f"{path}: no case of that name (stale; `{regen}` removes it)")
     return problems
 
@@ -329,22 +480,46 @@ def update(
     all_entries: dict[str, Entry] | None = None,
     directory: Path | None = None,
 ) -> list[str]:
-    """Rewrite golden files; returns the keys whose file changed."""
+    """Rewrite golden files; returns the keys whose file changed (a stale
+    file removed as ``key (removed)``). Every case is generated and every
+    path checked before anything is written: a file stitchgen did not write
+    is a :class:`~stitchgen.errors.GoldenError` naming it, and nothing changes."""
     all_entries = entries(root) if all_entries is None else all_entries
     directory = root / "golden" if directory is None else directory
+    recorded = written(directory)
+    has_versions = _read_versions(directory) is not None  # refuses a VERSIONS not ours
+    writes: dict[str, tuple[Path, str]] = {}
+    refused: list[str] = []
+    for entry in selected(all_entries, only):
+        path, code = entry.path(root), entry.code()
+        state, _ = _state(path, code, entry.key in recorded)
+        if state == "same":
+            recorded.add(entry.key)  # ours by content: exactly what stitchgen writes
+        elif state == "foreign":
+            refused.append(f"{path} ({_kind(path)})")
+        else:
+            writes[entry.key] = path, code
+    if refused:
+        raise GoldenError(
+            f"not updated: stitchgen did not write {', '.join(refused)} (not in "
+            f"{directory / RECORD}) and replaces only its own golden files; move them, rename "
+            "those cases, or choose another --dir"
+        )
+    stale = _stale(directory, recorded, all_entries) if not only else []
     changed = []
-    for entry in _selected(all_entries, only):
-        path = entry.path(root)
-        code = entry.code()
-        if not path.is_file() or path.read_text(encoding="utf-8") != code:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text(code, encoding="utf-8")
-            changed.append(entry.key)
-    if not only:
-        for path in _stale(directory, all_entries):
-            path.unlink()
-            changed.append(path.name)
+    for key, (path, code) in writes.items():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(code, encoding="utf-8")
+        recorded.add(key)
+        changed.append(key)
+    for path in stale:
+        key = path.relative_to(directory).with_suffix("").as_posix()
+        path.unlink()
+        recorded.discard(key)
+        changed.append(f"{key} (removed)")
     directory.mkdir(parents=True, exist_ok=True)
-    if not only or not (directory / VERSIONS).is_file():
+    if not only or not has_versions:
         (directory / VERSIONS).write_text(versions())
+    present = sorted(key for key in recorded if (directory / f"{key}.py").is_file())
+    (directory / RECORD).write_text("\n".join([_RECORD_HEADER, *present]) + "\n")
     return changed

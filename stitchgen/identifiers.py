@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import keyword
 
-__all__ = ["is_dotted", "is_identifier"]
+__all__ = ["NotAnIdentifier", "checked", "is_dotted", "is_identifier"]
 
 _KEYWORDS = frozenset(keyword.kwlist)
 
@@ -30,3 +30,22 @@ def is_identifier(text: str) -> bool:
 def is_dotted(text: str) -> bool:
     """``a.b.c`` with every part an identifier."""
     return bool(text) and all(is_identifier(atom) for atom in text.split("."))
+
+
+class NotAnIdentifier(ValueError):
+    """A name the code writer refuses to write as code: the one refusal the
+    fast path reports as a :class:`~stitchgen.errors.TemplateError` (any other
+    exception there is a bug of ours and surfaces as itself)."""
+
+
+def checked(name: str, what: str = "", *, dotted: bool = False) -> str:
+    """``name`` itself if it is an identifier (``dotted``: a dotted path of
+    them), else :class:`NotAnIdentifier` naming it (``what``: its role).
+
+    >>> checked("x_1"), checked("torch.nn", dotted=True)
+    ('x_1', 'torch.nn')
+    """
+    if not (is_dotted(name) if dotted else is_identifier(name)):
+        kind = "a dotted name" if dotted else "an identifier"
+        raise NotAnIdentifier(f"{what + ' ' if what else ''}{name!r} is not {kind}")
+    return name

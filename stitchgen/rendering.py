@@ -35,7 +35,7 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
 from .conventions import CLOSURE, VLLM, Convention, name_formats
-from .errors import TemplateError
+from .errors import TemplateDirError, TemplateError
 from .expressions import Writer
 from .ir import Program
 from .layout import Unsure
@@ -132,7 +132,7 @@ class Templates:
         self.dirs = tuple(os.fspath(d) for d in dirs)
         for d in self.dirs:
             if not os.path.isdir(d):
-                raise FileNotFoundError(f"template directory {d!r} does not exist")
+                raise TemplateDirError(f"template directory {d!r} does not exist", template=d)
         if variant is not None and variant not in VARIANTS:
             raise ValueError(f"unknown template variant {variant!r}; shipped: {sorted(VARIANTS)}")
         self.variant = variant

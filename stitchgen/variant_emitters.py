@@ -13,6 +13,7 @@ from typing import Any
 from .emitter import INDENT, Emitter, ident
 from .errors import TemplateError
 from .expressions import Writer
+from .identifiers import NotAnIdentifier
 from .ir import Function, Program
 from .literals import literal_source
 
@@ -166,5 +167,6 @@ def emit(
     emitter = emit_for(program, variant, writer, options, black=black)
     try:
         return emitter.render()
-    except ValueError as exc:  # a name the filters would refuse
-        raise TemplateError(f"module.py.j2 (built-in): {exc}", template="module.py.j2") from exc
+    except NotAnIdentifier as exc:  # a name the filters would refuse; anything else is a bug
+        where = f"the {variant} variant" if variant else "built-in"
+        raise TemplateError(f"module.py.j2 ({where}): {exc}", template="module.py.j2") from exc

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from . import ir
-from .archive import FORMAT, digest, versions
+from .archive import digest, read_manifest, versions
 from .portable import check_forms, source_of
 
 __all__ = ["describe_artifact"]
@@ -41,14 +41,10 @@ def describe_artifact(
     path: str | Path, *, format: bool = False, show_ir: bool = False
 ) -> tuple[str, bool]:
     """The report for the artifact at ``path``, and whether its digests
-    verify (a signature is reported, not checked: that needs the key)."""
+    verify (a signature is reported, not checked: that needs the key). A
+    path that is not an artifact is an :class:`~stitchgen.errors.ArtifactError`."""
     root = Path(path)
-    try:
-        manifest = json.loads((root / "manifest.json").read_text(encoding="utf-8"))
-    except (OSError, json.JSONDecodeError) as exc:
-        return f"{root}: not a readable stitchgen artifact ({exc})", False
-    if not isinstance(manifest, dict) or manifest.get("format") != FORMAT:
-        return f"{root}: not a stitchgen artifact", False
+    manifest = read_manifest(root)
     files, ok = _files(root, manifest)
     out = [f"artifact {root}", f"entry: {manifest.get('name')} ({manifest.get('convention')})"]
     if manifest.get("variant"):

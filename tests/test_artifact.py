@@ -160,3 +160,49 @@ def test_save_replaces_an_existing_artifact(tmp_path):
     stitchgen.generate(second.gm).save(path)
     assert_same(stitchgen.load_artifact(path)(*second.inputs), second.expected())
     assert sorted(p.name for p in Path(tmp_path).iterdir()) == ["a"]
+
+
+def _files(root):
+    return {p.relative_to(root).as_posix(): p.read_bytes() for p in root.rglob("*") if p.is_file()}
+
+
+def test_save_onto_a_folder_that_is_not_an_artifact_is_refused_and_keeps_it(tmp_path):
+    project = tmp_path / "myproject"
+    (project / "src").mkdir(parents=True)
+    (project / "src" / "app.py").write_text("print('app')\n")
+    (project / "NOTES.txt").write_text("mine\n")
+    before = _files(project)
+    generated = stitchgen.generate(CASES["zero_inputs"]("cpu").gm)
+    with pytest.raises(ArtifactError, match=r"myproject is not a stitchgen artifact .*NOTES.txt"):
+        generated.save(project)
+    assert _files(project) == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["myproject"]  # no staging left
+
+
+def test_save_onto_a_file_or_a_link_is_refused(tmp_path):
+    generated = stitchgen.generate(CASES["zero_inputs"]("cpu").gm)
+    (tmp_path / "file").write_text("mine\n")
+    with pytest.raises(ArtifactError, match=r"file is a file, not an artifact directory"):
+        generated.save(tmp_path / "file")
+    assert (tmp_path / "file").read_text() == "mine\n"
+    artifact = generated.save(tmp_path / "artifact")
+    (tmp_path / "link").symlink_to(artifact, target_is_directory=True)
+    with pytest.raises(ArtifactError, match=r"link is a symbolic link"):
+        generated.save(tmp_path / "link")
+
+
+def test_save_onto_an_artifact_holding_a_file_of_the_users_is_refused(tmp_path):
+    case = CASES["zero_inputs"]("cpu")
+    path = stitchgen.generate(case.gm).save(tmp_path / "a")
+    (path / "NOTES.txt").write_text("mine\n")
+    before = _files(path)
+    with pytest.raises(ArtifactError, match=r"also holds NOTES.txt, which stitchgen did not write"):
+        stitchgen.generate(case.gm).save(path)
+    assert _files(path) == before
+
+
+def test_save_onto_an_empty_folder(tmp_path):
+    case = CASES["zero_inputs"]("cpu")
+    (tmp_path / "empty").mkdir()
+    path = stitchgen.generate(case.gm).save(tmp_path / "empty")
+    assert_same(stitchgen.load_artifact(path)(*case.inputs), case.expected())

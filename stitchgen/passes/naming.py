@@ -20,6 +20,7 @@ import keyword
 import re
 from typing import Any
 
+from ..errors import ProgramError
 from ..identifiers import is_identifier
 from ..ir import (
     Calling,
@@ -116,7 +117,7 @@ def assign_names(program: Program) -> Program:
     for module in program.imports:
         scope.reserve(module.partition(".")[0])
     if program.name in scope:
-        raise ValueError(
+        raise ProgramError(
             f"function name {program.name!r} would shadow a builtin, keyword or imported "
             f"module ({', '.join(program.imports) or 'none imported'}); choose another name"
         )

@@ -75,6 +75,8 @@ def test_golden_check_reports_drift_with_a_diff(scratch_project, capsys):
     )
     original = (ROOT / "golden" / "moe_piece.py").read_text()
     (tmp_path / "golden" / "moe_piece.py").write_text(original.replace("2.0", "3.0"))
+    record = (ROOT / "golden" / golden.RECORD).read_text()  # stitchgen wrote it: recorded
+    (tmp_path / "golden" / golden.RECORD).write_text(record)
     assert main(["golden", "--check", "--root", str(tmp_path), "-k", "moe_piece"]) == 1
     err = capsys.readouterr().err
     assert "--- golden/moe_piece.py" in err and "stitchgen golden --update -k moe_piece" in err
@@ -94,10 +96,15 @@ def test_golden_check_flags_missing_and_stale_files(scratch_project):
         "spec.loader.exec_module(real)\n"
         "CASES = {'zero_inputs': real.CASES['zero_inputs']}\n"
     )
-    (tmp_path / "golden" / "gone.py").write_text("")
+    (tmp_path / "golden" / "gone.py").write_text("")  # a golden file stitchgen wrote...
+    (tmp_path / "golden" / golden.RECORD).write_text(
+        (ROOT / "golden" / golden.RECORD).read_text().splitlines()[0] + "\ngone\n"
+    )
+    (tmp_path / "golden" / "helper.py").write_text("")  # ...and one it did not
     problems = golden.check(tmp_path)
     assert any("zero_inputs.py: missing" in p for p in problems)
     assert any("gone.py: no case of that name" in p for p in problems)
+    assert not any("helper.py" in p for p in problems)
 
 
 def test_dynamo_graph_runs_at_other_sequence_lengths():

@@ -115,7 +115,11 @@ def test_the_running_torch_must_be_the_one_or_in_the_range_recorded(project, tor
 def test_a_module_and_attribute_by_name_and_one_case(project):
     args = ["--cases", "cases:SMALL", "--dir", "small", "--variant", "profiled"]
     assert golden(project, *args, "--update").returncode == 0
-    assert sorted(p.name for p in (project / "small").iterdir()) == ["VERSIONS", "double.py"]
+    assert sorted(p.name for p in (project / "small").iterdir()) == [
+        "FILES",
+        "VERSIONS",
+        "double.py",
+    ]
     assert golden(project, *args, "--check", "-k", "double").returncode == 0
     unknown = golden(project, *args, "--check", "-k", "nope")
     assert unknown.returncode != 0 and "unknown golden case" in unknown.stderr
@@ -124,12 +128,16 @@ def test_a_module_and_attribute_by_name_and_one_case(project):
 def test_missing_and_stale_files_are_named(project):
     assert golden(project, *ARGS, "--update").returncode == 0
     (project / "golden" / "double.py").unlink()
-    (project / "golden" / "gone.py").write_text("")
+    (project / "golden" / "relu_plus_one.py").rename(project / "golden" / "gone.py")
+    record = project / "golden" / "FILES"  # as if a case "gone" had been written and dropped
+    record.write_text(record.read_text() + "gone\n")
+    (project / "golden" / "notes.py").write_text("# the user's own: never stale\n")
     result = golden(project, *ARGS, "--check")
     assert result.returncode == 1
     assert (
         "double.py: missing" in result.stderr and "gone.py: no case of that name" in result.stderr
     )
+    assert "notes.py" not in result.stderr
 
 
 def test_options_that_need_cases_are_refused(project):
