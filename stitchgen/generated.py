@@ -92,7 +92,10 @@ class Generated(Record):
 
     def save(self, path: str | os.PathLike[str], *, key: bytes | None = None) -> Path:
         """Save as an artifact directory for a compile cache; see
-        :func:`stitchgen.load_artifact`. ``key`` signs it (HMAC-SHA256)."""
+        :func:`stitchgen.load_artifact`. ``key`` signs it (HMAC-SHA256).
+        ``path`` is replaced atomically only when it is absent, an empty
+        directory or a stitchgen artifact; anything else there is an
+        :class:`~stitchgen.errors.ArtifactError` naming it."""
         from .archive import save_artifact  # the store, imported only to save
 
         return save_artifact(self, path, key=key)

@@ -59,24 +59,61 @@ GOLDEN = ["golden", "--check", "--dir", "golden"]
 @pytest.mark.parametrize(
     "argv, code, said",
     [
-        ([*GOLDEN, "--cases", "cases.py", "-k", "no_such_case"], 2, "unknown golden case(s) no_such_case; known: tiny"),
-        (["golden", "--check", "--root", ".", "-k", "x"], 2, "holds no golden registry (tests/golden_cases.py)"),
+        (
+            [*GOLDEN, "--cases", "cases.py", "-k", "no_such_case"],
+            2,
+            "unknown golden case(s) no_such_case; known: tiny",
+        ),
+        (
+            ["golden", "--check", "--root", ".", "-k", "x"],
+            2,
+            "holds no golden registry (tests/golden_cases.py)",
+        ),
         ([*GOLDEN, "--cases", "no_such_file.py"], 2, "--cases no_such_file.py: no file"),
         ([*GOLDEN, "--cases", "no_such_module"], 2, "no module named 'no_such_module'"),
         ([*GOLDEN, "--cases", "cases.py:NOPE"], 2, "cases.py has no attribute 'NOPE'"),
-        ([*GOLDEN, "--cases", "cases.py:NUMBER"], 2, "NUMBER in cases.py is not a mapping of case names to functions returning a GraphModule (its type is int)"),
-        ([*GOLDEN, "--cases", "cases.py:NOT_FUNCTIONS"], 2, "not a mapping of case names to functions"),
-        ([*GOLDEN, "--cases", "raises.py"], 2, "importing raises.py raised RuntimeError: cannot import me"),
-        ([*GOLDEN, "--cases", "cases.py", "--template-dir", "nope"], 2, "argument --template-dir: 'nope' does not exist"),
-        (["golden", "--check", "--cases", "cases.py", "--dir", "afile"], 2, "argument --dir: 'afile' is not a directory"),
+        (
+            [*GOLDEN, "--cases", "cases.py:NUMBER"],
+            2,
+            "NUMBER in cases.py is not a mapping of case names to functions returning a "
+            "GraphModule (its type is int)",
+        ),
+        (
+            [*GOLDEN, "--cases", "cases.py:NOT_FUNCTIONS"],
+            2,
+            "not a mapping of case names to functions",
+        ),
+        (
+            [*GOLDEN, "--cases", "raises.py"],
+            2,
+            "importing raises.py raised RuntimeError: cannot import me",
+        ),
+        (
+            [*GOLDEN, "--cases", "cases.py", "--template-dir", "nope"],
+            2,
+            "argument --template-dir: 'nope' does not exist",
+        ),
+        (
+            ["golden", "--check", "--cases", "cases.py", "--dir", "afile"],
+            2,
+            "argument --dir: 'afile' is not a directory",
+        ),
         (["golden", "--check", "--root", "nope"], 2, "argument --root: 'nope' does not exist"),
         (["golden", "--check", "--cases", "cases.py"], 2, "--cases needs --dir"),
         (["golden", "--check", "--dir", "golden"], 2, "go with --cases"),
         (["golden"], 2, "one of the arguments --check --update is required"),
-        ([*GOLDEN, "--cases", "cases.py:BROKEN"], 1, "golden case 'broken': its builder raised ZeroDivisionError: division by zero"),
+        (
+            [*GOLDEN, "--cases", "cases.py:BROKEN"],
+            1,
+            "golden case 'broken': its builder raised ZeroDivisionError: division by zero",
+        ),
         (["demo", "--layers", "0"], 2, "argument --layers: must be a positive integer, not '0'"),
         (["demo", "--layers", "-3"], 2, "argument --layers: must be a positive integer, not '-3'"),
-        (["demo", "--layers", "two"], 2, "argument --layers: must be a positive integer, not 'two'"),
+        (
+            ["demo", "--layers", "two"],
+            2,
+            "argument --layers: must be a positive integer, not 'two'",
+        ),
         (["demo", "--template-dir", "nope"], 2, "argument --template-dir: 'nope' does not exist"),
         (["demo", "--variant", "nope"], 2, "argument --variant: invalid choice: 'nope'"),
         (["show", "no_such_artifact"], 2, "argument artifact: 'no_such_artifact' does not exist"),
@@ -84,7 +121,7 @@ GOLDEN = ["golden", "--check", "--dir", "golden"]
         (["nope"], 2, "invalid choice: 'nope'"),
         ([], 2, "the following arguments are required: COMMAND"),
     ],
-)  # fmt: skip
+)
 def test_bad_input_is_one_line_naming_it(cases_dir, capsys, argv, code, said):
     assert main(argv) == code
     out, err = capsys.readouterr()
@@ -96,9 +133,21 @@ def test_bad_input_is_one_line_naming_it(cases_dir, capsys, argv, code, said):
 
 def test_the_console_script_answers_without_a_traceback(cases_dir):
     result = subprocess.run(
-        [sys.executable, "-m", "stitchgen.cli", "golden", "--check", "--cases", "cases.py:NOPE", "--dir", "g"],
-        capture_output=True, text=True, env={**os.environ, "STITCHGEN_DEBUG": ""},
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-m",
+            "stitchgen.cli",
+            "golden",
+            "--check",
+            "--cases",
+            "cases.py:NOPE",
+            "--dir",
+            "g",
+        ],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "STITCHGEN_DEBUG": ""},
+    )
     assert result.returncode == 2 and "Traceback" not in result.stderr
     assert result.stderr == (
         "stitchgen golden: error: --cases cases.py:NOPE: cases.py has no attribute 'NOPE'\n"

@@ -62,6 +62,17 @@ def test_an_unwritable_dump_dir_is_a_warning_not_a_failed_compile(tmp_path):
     assert torch.equal(fn(torch.tensor([-1.0, 2.0])), torch.tensor([0.0, 4.0]))
 
 
+def test_a_dump_name_already_taken_by_something_else_is_left_as_it_is(tmp_path):
+    stitchgen.compile(_gm(), dump_dir=tmp_path / "first")
+    (taken,) = (tmp_path / "first").iterdir()
+    (tmp_path / "dumps" / taken.name).mkdir(parents=True)  # the user's folder by that name
+    (tmp_path / "dumps" / taken.name / "mine.txt").write_text("mine\n")
+    with pytest.warns(RuntimeWarning, match="cannot write the generated code"):
+        stitchgen.compile(_gm(), dump_dir=tmp_path / "dumps")
+    assert (tmp_path / "dumps" / taken.name / "mine.txt").read_text() == "mine\n"
+    assert [p.name for p in (tmp_path / "dumps").iterdir()] == [taken.name]  # no temp left
+
+
 def test_without_a_dump_dir_nothing_is_written_or_warned(tmp_path, monkeypatch):
     monkeypatch.delenv("STITCHGEN_DUMP_DIR", raising=False)
     monkeypatch.chdir(tmp_path)

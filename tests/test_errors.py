@@ -17,7 +17,9 @@ def _program():
 
 
 def test_a_template_directory_that_does_not_exist(tmp_path):
-    with pytest.raises(TemplateDirError, match="template directory .*nope.* does not exist") as info:
+    with pytest.raises(
+        TemplateDirError, match="template directory .*nope.* does not exist"
+    ) as info:
         stitchgen.Templates(tmp_path / "nope")
     assert isinstance(info.value, TemplateError) and isinstance(info.value, FileNotFoundError)
     assert info.value.template == str(tmp_path / "nope")

@@ -42,9 +42,7 @@ def _golden(*args):
 
 
 def _tree(root):
-    return {
-        p.relative_to(root).as_posix(): p.read_bytes() for p in root.rglob("*") if p.is_file()
-    }
+    return {p.relative_to(root).as_posix(): p.read_bytes() for p in root.rglob("*") if p.is_file()}
 
 
 def test_update_in_the_project_folder_keeps_every_file_the_user_wrote(project, capsys):

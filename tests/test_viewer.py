@@ -58,4 +58,7 @@ def test_show_reports_a_tampered_artifact_without_running_it(artifact, tmp_path)
 def test_show_refuses_what_is_not_an_artifact(tmp_path):
     result = _show(tmp_path)
     assert result.returncode == 1 and result.stdout == ""
-    assert result.stderr == f"stitchgen show: error: {tmp_path}: not a stitchgen artifact (no manifest.json)\n"
+    assert (
+        result.stderr
+        == f"stitchgen show: error: {tmp_path}: not a stitchgen artifact (no manifest.json)\n"
+    )
