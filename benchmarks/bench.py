@@ -12,8 +12,9 @@ On split decoders (``stitchgen.demo.split_decoder``) of each size:
   graph independently of stitchgen);
 * inlined: per-call time with the GraphModule pieces running real aten ops —
   stitchgen (pieces inlined) vs ``GraphModule.__call__``,
-  ``inline="flatten"`` (pieces spliced into the caller) vs stitchgen, and
-  ``templates="profiled"`` with no profiler running vs stitchgen;
+  ``inline="flatten"`` (pieces spliced into the caller) vs stitchgen,
+  ``templates="profiled"`` with no profiler running vs stitchgen, and a
+  downstream project's templates (the header block overridden) vs stitchgen;
 * cold: generate + compile time by stage (lower, render without and with
   black's layout, load), uncached, in this process, and black itself on the
   source (what user templates pay);
@@ -39,6 +40,7 @@ import os
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 import timeit
 import weakref
@@ -149,11 +151,23 @@ def bench_opaque(layers: int, rounds: int) -> dict[str, float]:
 # -- inlined pieces ------------------------------------------------------------
 
 
+#: a downstream project's one-block override (the header)
+HEADER_OVERRIDE = (
+    '{% extends "stitchgen/module.py.j2" %}\n'
+    "{% block header %}\n# acme: generated\n{{ super() -}}\n{% endblock %}\n"
+)
+
+
 def bench_inlined(layers: int, rounds: int, device: str = "cpu") -> dict[str, float]:
     gm, inputs = split_decoder(layers, device=device)
     ours = stitchgen.compile(gm)
     flat = stitchgen.compile(gm, inline="flatten")
     profiled = stitchgen.compile(gm, templates="profiled")  # timed with no profiler on
+    with tempfile.TemporaryDirectory() as directory:
+        with open(os.path.join(directory, "module.py.j2"), "w") as f:
+            f.write(HEADER_OVERRIDE)
+        override = stitchgen.compile(gm, templates=stitchgen.Templates(directory))
+    assert torch.equal(override(*inputs), gm(*inputs))
     assert torch.equal(ours(*inputs), gm(*inputs))
     assert torch.equal(flat(*inputs), gm(*inputs))
     assert torch.equal(profiled(*inputs), gm(*inputs))
@@ -167,6 +181,7 @@ def bench_inlined(layers: int, rounds: int, device: str = "cpu") -> dict[str, fl
             "ours": timed(ours),
             "flatten": timed(flat),
             "profiled": timed(profiled),
+            "override": timed(override),
             "graphmodule": timed(gm),
         },
         number=max(2, 400 // layers),
@@ -428,7 +443,8 @@ def main(argv: list[str] | None = None) -> None:
 
     header = [
         "layers", "opaque us", "ours/ideal", "gm/ours", "interp/ours",
-        "inlined gm/ours", "flatten/ours", "profiled/ours", "lower ms", "render ms",
+        "inlined gm/ours", "flatten/ours", "profiled/ours", "override/ours", "lower ms",
+        "render ms",
         "render+black ms", "load ms", "compile ms", "black itself ms",
         "peak MB ours/boxed/no-dels",
     ]  # fmt: skip
@@ -447,6 +463,7 @@ def main(argv: list[str] | None = None) -> None:
                     f"{i['graphmodule'] / i['ours']:.2f}x",
                     f"{i['flatten'] / i['ours']:.3f}",
                     f"{i['profiled'] / i['ours']:.3f}",
+                    f"{i['override'] / i['ours']:.3f}",
                     f"{c['lower'] * 1e3:.1f}",
                     f"{c['render'] * 1e3:.1f}",
                     f"{c['render_black'] * 1e3:.1f}",

@@ -16,6 +16,12 @@ path from its import to a callable:
 * ``format``: ``stitchgen.compile(gm, format=True)``;
 * ``warm``: ``import stitchgen; stitchgen.load_artifact(path)`` on an
   artifact of the same graph saved beforehand (a compile cache's warm start);
+* ``header`` and ``calls``: ``stitchgen.compile(gm, templates=Templates(DIR))``
+  for a downstream project's templates: one block overridden, the header
+  (``module.py.j2``) or a line before every piece call (``function.py.j2``);
+  their compiled templates are kept in a cache folder of the benchmark's
+  own (``STITCHGEN_CACHE_DIR``), warmed by the discarded round, as a
+  project's are after its first process;
 * ``floor``: Python's own ``compile()`` of the code ``compile`` emits.
 
 Times are medians in ms; read the ratios (``/compile``), not the absolute
@@ -32,13 +38,27 @@ import subprocess
 import sys
 import tempfile
 
-PATHS = ("compile", "compat", "flatten", "format", "warm")
+PATHS = ("compile", "compat", "flatten", "format", "warm", "header", "calls")
+#: the downstream projects' templates: one block overridden each
+OVERRIDES = {
+    "header": (
+        "module.py.j2",
+        '{% extends "stitchgen/module.py.j2" %}\n'
+        "{% block header %}\n# acme: generated\n{{ super() -}}\n{% endblock %}\n",
+    ),
+    "calls": (
+        "function.py.j2",
+        '{% extends "stitchgen/function.py.j2" %}\n'
+        "{% block before_call %}\n{% if stmt.is_piece %}\n    pass  # a piece call\n"
+        "{% endif %}\n{% endblock %}\n",
+    ),
+}
 
 CHILD = r"""
 import json, sys, time
 import torch, torch.fx
 from stitchgen.demo import split_decoder
-path, layers, artifact = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+path, layers, artifact, templates = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4]
 gm, inputs = split_decoder(layers)
 for name in [m for m in sys.modules if m == "stitchgen" or m.startswith("stitchgen.")]:
     del sys.modules[name]  # the graph stays; the pipeline is imported anew, as in a fresh process
@@ -53,6 +73,9 @@ if path == "compat":
 elif path == "warm":
     import stitchgen
     fn = stitchgen.load_artifact(artifact)
+elif path in ("header", "calls"):
+    import stitchgen
+    fn = stitchgen.compile(gm, templates=stitchgen.Templates(templates))
 else:
     import stitchgen
     options = {"flatten": {"inline": "flatten"}, "format": {"format": True}}.get(path, {})
@@ -70,8 +93,11 @@ print(json.dumps(out))
 def _run(path: str, layers: int, artifact: str) -> dict[str, float]:
     env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
     env["PYTHONWARNINGS"] = "ignore"
+    here = os.path.dirname(artifact)
+    env["STITCHGEN_CACHE_DIR"] = os.path.join(here, "cache")
+    templates = os.path.join(here, path)
     out = subprocess.run(
-        [sys.executable, "-c", CHILD, path, str(layers), artifact],
+        [sys.executable, "-c", CHILD, path, str(layers), artifact, templates],
         capture_output=True,
         text=True,
         env=env,
@@ -91,8 +117,16 @@ def _artifact(layers: int, directory: str) -> str:
     return str(stitchgen.generate(gm, format=False).save(os.path.join(directory, f"a{layers}")))
 
 
+def _templates(directory: str) -> None:
+    for path, (name, text) in OVERRIDES.items():
+        os.makedirs(os.path.join(directory, path), exist_ok=True)
+        with open(os.path.join(directory, path, name), "w") as f:
+            f.write(text)
+
+
 def measure(layers: int, samples: int, directory: str) -> dict[str, float]:
     artifact = _artifact(layers, directory)
+    _templates(directory)
     for path in PATHS:
         _run(path, layers, artifact)  # writes the bytecode caches; discarded
     runs: dict[str, list[float]] = {}
@@ -103,7 +137,17 @@ def measure(layers: int, samples: int, directory: str) -> dict[str, float]:
     return {key: statistics.median(values) * 1e3 for key, values in runs.items()}
 
 
-COLUMNS = ("compile", "compat", "compat gen", "flatten", "format", "warm", "floor")
+COLUMNS = (
+    "compile",
+    "compat",
+    "compat gen",
+    "flatten",
+    "format",
+    "warm",
+    "header",
+    "calls",
+    "floor",
+)
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -113,13 +157,14 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--markdown", action="store_true")
     args = parser.parse_args(argv)
     header = ["layers", *(f"{c} ms" for c in COLUMNS), "compat/compile", "flatten/compile"]
-    header += ["format/compile", "warm/compile"]
+    header += ["format/compile", "warm/compile", "header/compile", "calls/compile"]
     rows = []
     with tempfile.TemporaryDirectory() as directory:
         for layers in args.layers:
             m = measure(layers, args.samples, directory)
             row = [str(layers), *(f"{m[c]:.1f}" for c in COLUMNS)]
-            row += [f"{m[p] / m['compile']:.2f}" for p in ("compat", "flatten", "format", "warm")]
+            ratios = ("compat", "flatten", "format", "warm", "header", "calls")
+            row += [f"{m[p] / m['compile']:.2f}" for p in ratios]
             rows.append(row)
             if not args.markdown:
                 print("  ".join(f"{h}={v}" for h, v in zip(header, row, strict=True)), flush=True)

@@ -21,7 +21,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 from .ir import Program, writes
-from .version import __version__, torch_version
+from .torch_release import torch_version
+from .version import __version__
 
 __all__ = ["dump_text", "emit_trace", "write_dump"]
 

@@ -230,9 +230,12 @@ def build_environment(
     search: Sequence[str],
     filters: Mapping[str, Callable[..., Any]],
     globals: Mapping[str, Any],
+    bytecode_cache: jinja2.BytecodeCache | None = None,
 ) -> jinja2.Environment:
     """An environment searching ``search`` (user and variant directories),
-    then the built-ins, which stay reachable as ``"stitchgen/<name>"``."""
+    then the built-ins, which stay reachable as ``"stitchgen/<name>"``;
+    ``bytecode_cache`` keeps the compiled templates across processes
+    (:mod:`stitchgen.template_cache`)."""
     base = jinja2.FileSystemLoader(str(builtin))
     loaders: list[jinja2.BaseLoader] = []
     if search:
@@ -248,6 +251,7 @@ def build_environment(
         keep_trailing_newline=True,
         auto_reload=True,  # a few stat() calls per render; edited templates are seen
         cache_size=-1,
+        bytecode_cache=bytecode_cache,
     )
     env.context_class = _Context
     env.globals["unknown_statement"] = _unknown_statement

@@ -96,10 +96,15 @@ class BlockText:
     objects only: nothing a template writes can pass through it as code.
     """
 
-    __slots__ = ("_emitter",)
+    __slots__ = ("_emitter", "shipped_function")
 
-    def __init__(self, emitter: Emitter) -> None:
+    def __init__(self, emitter: Emitter, shipped_function: bool = False) -> None:
         self._emitter = emitter
+        #: does ``function.py.j2`` resolve to the shipped one (no directory of
+        #: yours overrides it)? Then the shipped module template writes each
+        #: function with :meth:`function`: the same text, without a Jinja
+        #: render per statement
+        self.shipped_function = shipped_function
 
     def _capture(self, method: Callable[..., None], *args: Any) -> Code:
         emitter = self._emitter
@@ -130,6 +135,10 @@ class BlockText:
         return self._capture(self._emitter.binder_return)
 
     # function.py.j2 (statements at one level of indentation)
+    def function(self, fn: Any) -> Code:
+        """The whole function as the shipped ``function.py.j2`` renders it."""
+        return self._capture(self._emitter.function, _ir(fn, "function"), "")
+
     def signature(self, fn: Any) -> Code:
         return self._capture(self._emitter.signature, _ir(fn, "signature"), "")
 

@@ -101,6 +101,7 @@ def generate(
     passes: Sequence[Pass] = (),
     dump_dir: str | os.PathLike[str] | None = None,
     source_lines: bool | None = None,
+    unpack: bool = True,
 ) -> Generated:
     """Lower and render ``gm``. ``templates`` is a :class:`stitchgen.Templates`
     or a shipped variant's name (``"profiled"``, ``"vllm"``); ``opaque`` names
@@ -117,7 +118,11 @@ def generate(
     with a recorded stack trace with the user's source location
     (``# model.py:42 in forward``), so a traceback through the code — and the
     dump, and ``stitchgen show`` — names the model's line; it costs nothing
-    per call.
+    per call. ``unpack=False`` takes every piece result apart with one
+    getitem per item instead of unpacking it where the piece is called (see
+    :func:`lower`). The program's shape is decided here and by the passes
+    alone: every template set — the built-ins, a shipped variant, your own —
+    renders the same program.
 
     >>> import torch.fx as fx, stitchgen
     >>> generated = stitchgen.generate(fx.symbolic_trace(lambda x: x + 1))
@@ -127,7 +132,17 @@ def generate(
     templates = resolve_templates(templates, template_dirs)
     with collector.paused():  # see collector.py: no full collection on our account
         generated = _generate(
-            gm, name, format, templates, opaque, boxed, inline, const_pool, passes, source_lines
+            gm,
+            name,
+            format,
+            templates,
+            opaque,
+            boxed,
+            inline,
+            const_pool,
+            passes,
+            source_lines,
+            unpack,
         )
         directory = dump_dir if dump_dir is not None else os.environ.get(DUMP_ENV) or None
         if directory is not None or tracing():
@@ -167,6 +182,7 @@ def _generate(
     const_pool: ConstPool | None,
     passes: Sequence[Pass],
     source_lines: bool | None,
+    unpack: bool,
 ) -> Generated:
     # the shipped templates' text is Python by construction (the emitter,
     # held to the templates and to compile() by the tests); templates of
@@ -184,7 +200,7 @@ def _generate(
         const_pool=const_pool,
         passes=passes,
         source_lines=source_lines,
-        unpack=shipped,  # templates of your own see one getitem per item, as ever
+        unpack=unpack,  # the lowering's choice, whichever templates render it
     )
     if inline == "flatten" and templates.variant == "profiled":
         _warn_unprofiled(gm, program)

@@ -176,9 +176,11 @@ class Templates:
     def _build(self) -> jinja2.Environment:
         from .environment import build_environment  # Jinja is imported on first use
         from .filters import build_filters  # markupsafe, with Jinja: on first use
+        from .template_cache import open_cache  # compiled templates kept across processes
 
         filters = {**build_filters(self.writer), **self.filters}
-        return build_environment(templates_dir(), self._search(), filters, self.globals)
+        cache = open_cache(filters)
+        return build_environment(templates_dir(), self._search(), filters, self.globals, cache)
 
     def _search(self) -> list[str]:
         """The directories searched before the built-ins: the user's, then the variant's."""
@@ -195,9 +197,11 @@ class Templates:
         templates load); then rendering takes the fast path
         (:mod:`stitchgen.emitter`), which writes the same text without
         Jinja. Checked at every render, so a file added later is seen."""
-        return not any(
-            os.path.isfile(os.path.join(d, name)) for d in self.dirs for name in _BUILTIN_FILES
-        )
+        return all(self._shipped(name) for name in _BUILTIN_FILES)
+
+    def _shipped(self, name: str) -> bool:
+        """Is the template ``name`` the shipped one (no directory in ``dirs`` has it)?"""
+        return not any(os.path.isfile(os.path.join(d, name)) for d in self.dirs)
 
     @property
     def writer(self) -> Writer:
@@ -262,7 +266,10 @@ class Templates:
 
         context = {
             NAMES_KEY: program_names(program),
-            "emit": BlockText(emit_for(program, self.variant, self.writer, self.globals)),
+            "emit": BlockText(
+                emit_for(program, self.variant, self.writer, self.globals),
+                shipped_function=self._shipped("function.py.j2"),
+            ),
         }
         try:
             source = self.environment.get_template(ENTRY_TEMPLATE).render(

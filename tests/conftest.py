@@ -1,10 +1,17 @@
+import atexit
 import os
+import shutil
+import tempfile
 
 import pytest
 import torch
 
 # every pass's output is checked by ir.verify throughout the suite
 os.environ.setdefault("STITCHGEN_VERIFY", "1")
+# compiled templates go to a folder of the suite's own, not the user's cache
+_CACHE = tempfile.mkdtemp(prefix="stitchgen-test-cache-")
+atexit.register(shutil.rmtree, _CACHE, True)
+os.environ.setdefault("STITCHGEN_CACHE_DIR", _CACHE)
 
 
 def pytest_collection_modifyitems(config, items):

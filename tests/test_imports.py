@@ -60,6 +60,7 @@ WARM_PATH = {
     "stitchgen.loading",
     "stitchgen.portable",
     "stitchgen.records",
+    "stitchgen.torch_release",
     "stitchgen.version",
 }
 

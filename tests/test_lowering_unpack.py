@@ -129,15 +129,19 @@ def test_a_getitem_with_a_source_line_keeps_it():
     assert "getitem = submod_0[0]  # model.py:7 in forward" in generated.code
 
 
-def test_templates_of_your_own_see_a_getitem_per_item(tmp_path):
+def test_templates_of_your_own_render_the_same_program(tmp_path):
     (tmp_path / "function.py.j2").write_text(
         '{% extends "stitchgen/function.py.j2" %}\n'
         "{% block getitem %}{{ super() }}    pass\n{% endblock %}\n"
     )
     gm = stitch(lambda g, out: (item(g, out, 0), item(g, out, 1)))
     generated = check(gm, template_dirs=[tmp_path])
-    assert "UnpackCall" not in entry_kinds(generated)
-    assert generated.code.count("    pass\n") == 2
+    assert generated.program == stitchgen.generate(gm).program  # the built-ins' shape
+    assert "UnpackCall" in entry_kinds(generated)
+    assert generated.code.count("    pass\n") == 0  # no getitem to render
+    asked = check(gm, template_dirs=[tmp_path], unpack=False)  # one getitem per item, asked for
+    assert "UnpackCall" not in entry_kinds(asked)
+    assert asked.code.count("    pass\n") == 2
 
 
 def test_lower_unpacks_unless_asked_not_to():

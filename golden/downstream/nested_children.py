@@ -17,10 +17,8 @@ def make_forward(piece_submod_0_scale, piece_linear, piece_submod_1):
 
     def inlined_submod_0(x):
         downstream_hooks.mark("piece:inner")
-        inner = inlined_submod_0_inner(x)
+        (getitem,) = inlined_submod_0_inner(x)
         del x
-        getitem = inner[0]
-        del inner
         downstream_hooks.mark("piece:scale")
         scale = piece_submod_0_scale(getitem)
         del getitem
@@ -28,10 +26,8 @@ def make_forward(piece_submod_0_scale, piece_linear, piece_submod_1):
 
     def execution_fn(x):
         downstream_hooks.mark("piece:submod_0")
-        submod_0 = inlined_submod_0(x)
+        (getitem,) = inlined_submod_0(x)
         del x
-        getitem = submod_0[0]
-        del submod_0
         downstream_hooks.mark("piece:linear")
         linear = piece_linear(getitem)
         del getitem
@@ -41,10 +37,8 @@ def make_forward(piece_submod_0_scale, piece_linear, piece_submod_1):
         getitem_1 = submod_1[0]
         del submod_1
         downstream_hooks.mark("piece:submod_2")
-        submod_2 = inlined_submod_0(getitem_1)
+        (getitem_2,) = inlined_submod_0(getitem_1)
         del getitem_1
-        getitem_2 = submod_2[0]
-        del submod_2
         return getitem_2
 
     return execution_fn

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from stitchgen.version import torch_version
+from stitchgen.torch_release import torch_version
 
 pytestmark = pytest.mark.slow  # fresh processes
 
