@@ -26,7 +26,8 @@ outside ``torch``/``operator``, a non-``int`` ``getitem``), this code is right.
 from __future__ import annotations
 
 import os
-import re
+import threading
+from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -49,10 +50,42 @@ __all__ = [
     "generate_execution_code_with_name",
 ]
 
-#: a bound piece's reference, as the convention spells it, with its index
-#: captured (compiled by re's cache, on first use: code with bound pieces)
-_SUBMOD_INDEX = re.escape(VLLM.refs["submod"]).replace(r"\{index\}", r"(\d+)")
-_SUBMOD_PREFIX = VLLM.refs["submod"].partition("{index}")[0]
+#: the children each code text generated here calls through its bindings
+#: (the lowering's linkage: ``Program.submods`` not inlined), for
+#: ``compile_execution_fn``: the last 256 texts (a cache, safe to share)
+_CALLED: OrderedDict[str, frozenset[str]] = OrderedDict()
+_CALLED_LOCK = threading.Lock()
+_CALLED_SIZE = 256
+
+
+def _remember_calls(code: str, program: Program) -> None:
+    called = frozenset(d.path for d in program.submods if not d.inlined)
+    with _CALLED_LOCK:
+        _CALLED[code] = called
+        _CALLED.move_to_end(code)
+        while len(_CALLED) > _CALLED_SIZE:
+            _CALLED.popitem(last=False)
+
+
+def _calls_of(code: str) -> frozenset[str] | None:
+    """The children ``code`` calls, if this process generated it."""
+    with _CALLED_LOCK:
+        return _CALLED.get(code)
+
+
+def _absent(name: str) -> Callable[..., Any]:
+    """What a child without a callable is bound to in code this process did
+    not generate: a call to it is a BindingError naming it."""
+
+    def absent(*args: Any, **kwargs: Any) -> Any:
+        raise BindingError(
+            f"the code called submodule {name!r}, for which compile_execution_fn was given "
+            "no callable"
+        )
+
+    return absent
+
+
 #: the vllm variant, for code whose entry takes no ``__vllm_submods__``
 _WITHOUT_SUBMODS = Templates(variant="vllm", globals={"vllm_entry_submods": False})
 #: the shipped templates: for an entry with bindings, and for one without
@@ -144,6 +177,7 @@ def _generate(
         assert generated.program is not None  # generate's record holds its IR
         _refuse_nested_calls(generated.program)
         code, submod_names, lifted = generated.code, list(generated.submod_names), generated.consts
+        _remember_calls(code, generated.program)
         del generated
     new = lifted[len(consts) :]
     # commit to the caller's list and index only now that generation succeeded
@@ -216,9 +250,13 @@ def compile_execution_fn(
     bound (``partial``; ``None`` for a name ``submod_callables`` lacks) and
     ``__vllm_consts__`` set, as vLLM binds it.
 
-    A piece the code calls but ``submod_callables`` lacks is a
-    :class:`stitchgen.BindingError` now, not a ``None`` call later (names the
-    code never calls — inlined children — may be absent).
+    For code generated in this process, a piece the code calls but
+    ``submod_callables`` lacks is a :class:`stitchgen.BindingError` now, not
+    a ``None`` call later (names the code never calls — inlined children —
+    may be absent): which pieces it calls is the lowering's linkage, kept
+    beside the code it generated. For other code (vLLM's own, or read from
+    a compile cache in a new process) a piece without a callable is bound to
+    a stand-in whose call is that ``BindingError``, naming it.
     """
     # the source as vLLM emits it, so TORCH_TRACE/tlparse users see it; with
     # tracing off nothing is written, but trace_structured still captures
@@ -227,16 +265,25 @@ def compile_execution_fn(
         from .dump import emit_trace
 
         emit_trace(lambda: code, name="vllm_execution_code")
-    used = {int(i) for i in re.findall(_SUBMOD_INDEX, code)} if _SUBMOD_PREFIX in code else set()
-    out_of_range = sorted(i for i in used if i >= len(submod_names))
-    if out_of_range:
-        raise BindingError(
-            f"the code calls __vllm_submods__{out_of_range} but submod_names has "
-            f"{len(submod_names)} entries"
-        )
-    missing = [submod_names[i] for i in sorted(used) if submod_names[i] not in submod_callables]
-    if missing:
-        raise BindingError(f"missing callable(s) for submodule(s) {missing}")
+    callables = {n: c for n, c in submod_callables.items() if c is not None}
+    called = _calls_of(code)
+    if called is None:
+        # code this process did not generate (vLLM's, or read from a cache):
+        # a child without a callable fails when the code calls it, naming it
+        bindings = {n: callables[n] if n in callables else _absent(n) for n in submod_names}
+        inlined: tuple[str, ...] = ()
+    else:
+        unlisted = sorted(called - set(submod_names))
+        if unlisted:
+            raise BindingError(
+                f"the code calls submodule(s) {unlisted} through {VLLM.submods_param}, "
+                f"which submod_names ({len(submod_names)} entries) does not list"
+            )
+        missing = [n for n in submod_names if n in called and n not in callables]
+        if missing:
+            raise BindingError(f"missing callable(s) for submodule(s) {missing}")
+        bindings = {n: callables[n] for n in submod_names if n in callables}
+        inlined = tuple(n for n in submod_names if n not in called)
     # the one load path, with vLLM's linkage: names the code never calls
     # (inlined children) may have no callable, other callables are ignored
     record = Generated(
@@ -245,6 +292,6 @@ def compile_execution_fn(
         list(consts or []),  # code from before constants reads none
         convention=VLLM.name,
         name="execution_fn",
-        inlined=tuple(n for i, n in enumerate(submod_names) if i not in used),
+        inlined=inlined,
     )
-    return load(record, {n: submod_callables[n] for n in submod_names if n in submod_callables})
+    return load(record, bindings)

@@ -126,6 +126,11 @@ class Convention(Record):
     lists_inlined: bool = False
     #: does it have the boxed-inputs entry (one list argument, cleared)?
     boxed: bool = True
+    #: the keyword-only parameter that takes the bound pieces, as a list
+    #: (``""``: bindings reach the code another way, as closure cells)
+    submods_param: str = ""
+    #: the module global that holds the lifted constants, as a list (``""``: none)
+    consts_global: str = ""
 
     def __init__(
         self,
@@ -136,6 +141,8 @@ class Convention(Record):
         constants: ConstantPolicy | None = None,
         lists_inlined: bool = False,
         boxed: bool = True,
+        submods_param: str = "",
+        consts_global: str = "",
     ) -> None:
         d = self.__dict__
         d["name"] = name
@@ -145,6 +152,8 @@ class Convention(Record):
         d["constants"] = constants if constants is not None else ConstantPolicy(_LITERAL_TYPES)
         d["lists_inlined"] = lists_inlined
         d["boxed"] = boxed
+        d["submods_param"] = submods_param
+        d["consts_global"] = consts_global
 
     def module_globals(self, consts: Sequence[Any]) -> dict[str, Any]:
         """Globals the module needs before it runs (none for closures)."""
@@ -169,9 +178,12 @@ class Convention(Record):
 
 
 class _Vllm(Convention):
+    """vLLM's convention: the pieces passed as a keyword list, the constants
+    read from a module global list."""
+
     def module_globals(self, consts: Sequence[Any]) -> dict[str, Any]:
         # code from before constants (vLLM's consts=None) gets [] and reads none
-        return {"__vllm_consts__": consts}
+        return {self.consts_global: consts}
 
     def bind(
         self,
@@ -182,14 +194,16 @@ class _Vllm(Convention):
         pieces: list[Any],
         consts: list[Any],
     ) -> Callable[..., Any]:
-        return functools.partial(namespace[name], __vllm_submods__=pieces)
+        return functools.partial(namespace[name], **{self.submods_param: pieces})
 
 
 CLOSURE = Convention("closure")
+#: vLLM's names: the only place they are spelled (every other module asks VLLM)
+_SUBMODS, _CONSTS = "__vllm_submods__", "__vllm_consts__"
 VLLM = _Vllm(
     "vllm",
-    helpers=("__vllm_submods__", "__vllm_consts__"),
-    refs={"submod": "__vllm_submods__[{index}]", "const": "__vllm_consts__[{index}]"},
+    helpers=(_SUBMODS, _CONSTS),
+    refs={"submod": _SUBMODS + "[{index}]", "const": _CONSTS + "[{index}]"},
     names={"inlined": "__vllm_inlined_submods__{index}"},
     # vLLM's: int, float, bool, str, bytes and None inline, list/tuple/dict
     # displays (subclasses too), every other object lifted, slices included
@@ -201,6 +215,8 @@ VLLM = _Vllm(
     ),
     lists_inlined=True,
     boxed=False,
+    submods_param=_SUBMODS,
+    consts_global=_CONSTS,
 )
 
 CONVENTIONS: Mapping[str, Convention] = MappingProxyType({c.name: c for c in (CLOSURE, VLLM)})

@@ -1,28 +1,27 @@
-"""Immutable dataclasses that cost nothing to create: :class:`Record`.
+"""Immutable dataclasses whose methods are written once: :class:`Record`.
 
-A ``@dataclass(frozen=True)`` generates its ``__init__``, ``__repr__``,
-``__eq__``, ``__hash__``, ``__setattr__`` and ``__delattr__`` as source, one
-``exec`` each, every time a process creates the class — most of what
-importing a module of them costs. A :class:`Record` subclass is declared
-``@dataclass(init=False, repr=False, eq=False)`` (nothing generated), writes
-its ``__init__`` out (compiled into the ``.pyc`` like any code), and
-inherits the rest, once for all: immutability, equality and ``repr`` by the
-dataclass fields (``compare=``/``repr=`` honoured) and a hash computed once
-and cached.
+A :class:`Record` subclass is declared with :func:`record`, which is the
+standard library's own ``@dataclass(init=False, repr=False, eq=False)``:
+``dataclasses`` processes the fields (``fields``, ``replace``, ``asdict``,
+``is_dataclass`` and ``__match_args__`` are its own) and generates no
+method, so creating a class costs microseconds. The class writes its
+``__init__`` (compiled into the ``.pyc`` like any code); :class:`Record`
+supplies the rest once for all: immutability (each field is set once, by
+``__init__``; assigning or deleting one afterwards raises
+``dataclasses.FrozenInstanceError``), equality and ``repr`` by the fields
+(``compare=``/``repr=`` honoured) and a hash computed once and cached.
 
-:func:`record` declares such a class: it makes the class the frozen
-dataclass that ``@dataclass(init=False, repr=False, eq=False, frozen=True)``
-would, fields and all — ``dataclasses.fields``, ``replace``, ``asdict`` and
-``is_dataclass`` work as on any frozen dataclass, and a subclass of your
-own is declared ``@dataclass(frozen=True)`` — without ``dataclasses``'
-generic processing (which parses every string annotation: ~1 ms per
-process for the ~30 classes of the compile path, a fifth of its imports).
-``tests/test_records.py`` holds it to what ``dataclasses`` builds.
+Why not ``frozen=True``: a frozen dataclass has its ``__setattr__`` and
+``__delattr__`` generated, two ``exec`` calls per class — measured, about
+a third of a fresh process's first compile for the ~30 classes of the
+compile path (benchmarks/README.md). The immutability is the same; what
+differs is that ``dataclasses`` records these classes as not frozen, so a
+subclass of your own is declared ``@dataclass`` (its generated
+``__init__`` sets each field once), not ``@dataclass(frozen=True)``.
 """
 
 from __future__ import annotations
 
-import abc
 import dataclasses
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
@@ -34,7 +33,7 @@ else:
         return lambda decorator: decorator
 
 
-__all__ = ["Record", "Schema", "freeze", "record", "schema_of"]
+__all__ = ["Record", "Schema", "record", "schema_of"]
 
 T = TypeVar("T", bound=type)
 
@@ -89,11 +88,19 @@ def schema_of(cls: type) -> Schema:
 
 
 class Record:
-    """An immutable dataclass whose methods are written once, here: equal
-    when of the same class with equal compared fields, hashed by them (once:
-    the hash is cached), shown as a dataclass is (``Name(id='x')``)."""
+    """An immutable dataclass whose methods are written once, here: each
+    field set once (by ``__init__``), equal when of the same class with equal
+    compared fields, hashed by them (once: the hash is cached), shown as a
+    dataclass is (``Name(id='x')``)."""
 
     __slots__ = ()
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if "__hash__" not in cls.__dict__:
+            # defined in the class itself, so ``@dataclass`` (eq=True) on a
+            # subclass of your own leaves it: the subclass stays hashable
+            cls.__hash__ = Record.__hash__  # type: ignore[method-assign]
 
     @classmethod
     def schema(cls) -> Schema:
@@ -101,7 +108,9 @@ class Record:
         return schema_of(cls)
 
     def __setattr__(self, name: str, value: Any) -> None:
-        raise dataclasses.FrozenInstanceError(f"cannot assign to field {name!r}")
+        if name in self.__dict__ or name not in schema_of(type(self)).fields:
+            raise dataclasses.FrozenInstanceError(f"cannot assign to field {name!r}")
+        self.__dict__[name] = value  # a field's one setting, by a generated __init__
 
     def __delattr__(self, name: str) -> None:
         raise dataclasses.FrozenInstanceError(f"cannot delete field {name!r}")
@@ -132,69 +141,11 @@ class Record:
         return f"{type(self).__qualname__}({shown})"
 
 
-def freeze(cls: T) -> T:
-    """Mark the dataclass ``cls`` (a :class:`Record`) frozen for ``dataclasses``."""
-    params: Any = cls.__dict__["__dataclass_params__"]  # the class's own, made by @dataclass
-    params.frozen = True
-    return cls
-
-
-@dataclasses.dataclass(init=False, repr=False, eq=False)
-class _Frozen:
-    """Holds the parameters ``dataclasses`` records for every :func:`record`
-    class (``init=False, repr=False, eq=False``, then ``frozen``): made
-    once, by ``dataclasses`` itself, so they read as this Python's own."""
-
-
-#: ``dataclasses``' marks of a field and of a ``ClassVar`` pseudo-field; None
-#: on a Python without them, where :func:`record` lets ``dataclasses`` work
-_FIELD: Any = getattr(dataclasses, "_FIELD", None)
-_CLASSVAR: Any = getattr(dataclasses, "_FIELD_CLASSVAR", None)
-_PARAMS: Any = _Frozen.__dict__.get("__dataclass_params__")
-if _PARAMS is not None:
-    _PARAMS.frozen = True
-
-
-#: string annotations of pseudo-fields only ``dataclasses`` reads rightly
-_SPECIAL = ("InitVar", "dataclasses.InitVar", "KW_ONLY", "dataclasses.KW_ONLY")
-
-
-def _is_classvar(annotation: str) -> bool:
-    return annotation.startswith(("ClassVar", "typing.ClassVar"))
-
-
-def _plain(cls: type, annotations: dict[str, Any]) -> bool:
-    """Can :func:`record` read ``cls``'s fields itself? Every annotation a
-    string (``from __future__ import annotations``), none an ``InitVar``
-    or ``KW_ONLY``, no ``ClassVar`` given as a ``field(...)``, no default
-    unhashable."""
-    if _FIELD is None or _CLASSVAR is None or _PARAMS is None:
-        return False
-    for name, annotation in annotations.items():
-        if not isinstance(annotation, str):
-            return False
-        if annotation.startswith(_SPECIAL):
-            return False
-        default = cls.__dict__.get(name)
-        if isinstance(default, dataclasses.Field):
-            if _is_classvar(annotation):
-                return False
-            default = default.default
-        if type(default).__hash__ is None:
-            # a mutable default: refused by this Python's own rule (3.10
-            # refuses list, dict and set; 3.11+ every unhashable value)
-            return False
-    return True
-
-
 @dataclass_transform(eq_default=False, field_specifiers=(dataclasses.field,))
 def record(cls: T) -> T:
-    """Declare the :class:`Record` subclass ``cls`` a frozen dataclass:
-    its fields are its dataclass bases' followed by its own annotations, in
-    order (a default or a ``field(...)`` as class attribute honoured,
-    ``ClassVar`` ones pseudo-fields), exactly as ``@dataclass(init=False,
-    repr=False, eq=False, frozen=True)`` makes them; nothing is generated
-    (the class writes its ``__init__``; :class:`Record` supplies the rest).
+    """Declare the :class:`Record` subclass ``cls`` a dataclass:
+    ``@dataclass(init=False, repr=False, eq=False)``, nothing generated (the
+    class writes its ``__init__``; :class:`Record` supplies the rest).
 
     >>> @record
     ... class Point(Record):
@@ -208,48 +159,4 @@ def record(cls: T) -> T:
     """
     if not (isinstance(cls, type) and issubclass(cls, Record)):
         raise TypeError(f"@record declares a Record subclass, not {cls!r}")
-    own = cls.__dict__
-    annotations = own.get("__annotations__", {})
-    if not _plain(cls, annotations):  # what dataclasses alone reads rightly
-        return cast(T, freeze(dataclasses.dataclass(init=False, repr=False, eq=False)(cls)))
-    fields: dict[str, Any] = {}
-    for base in cls.__mro__[-1:0:-1]:
-        inherited = base.__dict__.get("__dataclass_fields__")
-        if inherited is not None:
-            if not base.__dict__["__dataclass_params__"].frozen:
-                raise TypeError("cannot inherit frozen dataclass from a non-frozen one")
-            fields.update(inherited)
-    for name, annotation in annotations.items():
-        default = own.get(name, dataclasses.MISSING)
-        if isinstance(default, dataclasses.Field):
-            spec: Any = default
-            if spec.default is dataclasses.MISSING:
-                delattr(cls, name)  # as dataclasses does: no class attribute
-            else:
-                setattr(cls, name, spec.default)
-        else:
-            spec = dataclasses.field(default=default)
-        spec.name = name
-        spec.type = annotation
-        if _is_classvar(annotation):
-            spec._field_type = _CLASSVAR  # class data: listed, never a field
-        else:
-            spec._field_type = _FIELD
-            if spec.kw_only is dataclasses.MISSING:
-                spec.kw_only = False
-        fields[name] = spec
-    for name, value in own.items():
-        if isinstance(value, dataclasses.Field) and name not in annotations:
-            raise TypeError(f"{name!r} is a field but has no type annotation")
-    cls.__dataclass_params__ = _PARAMS  # type: ignore[attr-defined]
-    cls.__dataclass_fields__ = fields  # type: ignore[attr-defined]
-    if "__match_args__" not in own:
-        cls.__match_args__ = tuple(  # type: ignore[attr-defined,misc]
-            f.name for f in fields.values() if f._field_type is _FIELD and f.init and not f.kw_only
-        )
-    if not own.get("__doc__"):
-        import inspect
-
-        cls.__doc__ = cls.__name__ + str(inspect.signature(cls)).replace(" -> None", "")
-    abc.update_abstractmethods(cls)
-    return cls
+    return cast(T, dataclasses.dataclass(init=False, repr=False, eq=False)(cls))

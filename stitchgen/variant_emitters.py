@@ -10,6 +10,7 @@ from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Any
 
+from .conventions import VLLM
 from .emitter import INDENT, Emitter, ident
 from .errors import TemplateError
 from .expressions import Writer
@@ -108,13 +109,13 @@ class VllmEmitter(Emitter):
         params = self.writer.param_items(fn.params)
         entry = fn.name == self.program.name and self.options.get("vllm_entry_submods", True)
         if fn.name in self.needs_submods or entry:
-            params += ["*", "__vllm_submods__"]
+            params += ["*", VLLM.submods_param]
         self.define(indent, ident(fn.name), params)
 
     def call_parts(self, stmt: Any) -> tuple[str, list[str]]:
         callee, items = super().call_parts(stmt)
         if stmt.inlined in self.needs_submods:
-            items.append("__vllm_submods__=__vllm_submods__")
+            items.append(f"{VLLM.submods_param}={VLLM.submods_param}")
         return callee, items
 
 

@@ -64,6 +64,22 @@ def test_a_called_piece_without_a_callable_is_an_error_at_load():
         compile_execution_fn(code, compiled, submod_names, consts)
 
 
+def test_code_from_elsewhere_without_a_callable_fails_at_the_call_naming_the_piece():
+    """Code this process did not generate (vLLM's own, or a compile cache's
+    in a new process): compat has no linkage for it, and reads none from the
+    source; a piece without a callable is named when the code calls it."""
+    split_gm, inputs, expected, compiled = _vllm_style(1)
+    code, submod_names, consts = generate_execution_code(split_gm)
+    elsewhere = code + "# read back from a cache\n"  # another text: not generated here
+    assert torch.equal(
+        compile_execution_fn(elsewhere, compiled, submod_names, consts)(*inputs), expected
+    )
+    del compiled["submod_2"]
+    fn = compile_execution_fn(elsewhere, compiled, submod_names, consts)  # bound; not called yet
+    with pytest.raises(stitchgen.BindingError, match=r"called submodule 'submod_2'.*no callable"):
+        fn(*inputs)
+
+
 def test_the_source_is_emitted_as_a_trace_artifact(monkeypatch):
     seen = []
 

@@ -160,16 +160,36 @@ def programs(draw):
     return ir.Program("execution_fn", "bind", ("torch",), (), consts, (entry,))
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(programs(), st.sampled_from([None, "profiled", "vllm"]))
-def test_the_layout_is_black_on_long_lines(program, variant):
-    raw = emit(program, variant=variant)
-    ast.parse(raw)
-    try:
-        laid_out = emit(program, black=True, variant=variant)
-    except Unsure:
-        return  # black decides: format=True runs it
-    assert laid_out == black.format_str(raw, mode=MODE)
+#: random programs drawn for the layout, and how many the layout must lay out itself
+LAYOUT_EXAMPLES, LAYOUT_FLOOR = 300, 150
+
+
+def test_the_layout_is_black_on_long_lines():
+    """On random programs with long lines, the layout is black's; a shape it
+    does not know is left to black (Unsure), but on no more than half of
+    the examples: the comparisons really made are counted."""
+    compared = []
+
+    @settings(
+        max_examples=LAYOUT_EXAMPLES,
+        deadline=None,
+        suppress_health_check=[HealthCheck.too_slow],
+        database=None,  # every run draws the same number of fresh examples
+    )
+    @given(programs(), st.sampled_from([None, "profiled", "vllm"]))
+    def laid_out_as_black(program, variant):
+        raw = emit(program, variant=variant)
+        ast.parse(raw)
+        try:
+            laid_out = emit(program, black=True, variant=variant)
+        except Unsure:
+            return  # black decides: format=True runs it
+        assert laid_out == black.format_str(raw, mode=MODE)
+        compared.append(variant)
+
+    laid_out_as_black()
+    assert len(compared) >= LAYOUT_FLOOR, f"the layout compared {len(compared)} programs"
+    assert set(compared) == {None, "profiled", "vllm"}
 
 
 def test_long_lines_are_split_as_black_splits_them():
@@ -351,7 +371,8 @@ def test_the_vllm_drop_in_leaves_no_reference_cycles():
     from stitchgen.compat import compile_execution_fn, generate_execution_code
 
     gm = fx.symbolic_trace(lambda x: torch.relu(x) - 2)
-    compile_execution_fn(*generate_execution_code(gm))
+    code, names, consts = generate_execution_code(gm)
+    compile_execution_fn(code, {}, names, consts)
     gc.collect()
     gc.disable()
     try:

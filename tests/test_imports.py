@@ -33,6 +33,7 @@ COMPILE_PATH = {
     "stitchgen.literals",
     "stitchgen.loading",
     "stitchgen.lowering",
+    "stitchgen.lowering.declarations",
     "stitchgen.lowering.lowerer",
     "stitchgen.lowering.program",
     "stitchgen.lowering.reading",

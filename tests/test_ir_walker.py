@@ -53,7 +53,7 @@ def test_a_statement_without_a_block_is_a_template_error(templates):
         stitchgen.render(program, format=False, templates=templates)
 
 
-@dataclasses.dataclass(frozen=True)
+@dataclasses.dataclass
 class NotedCall(ir.Call):
     """A Call with a field the passes have never heard of."""
 

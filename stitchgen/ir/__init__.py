@@ -9,12 +9,14 @@ one exception: they travel beside the program (``Program.const_values``), never
 inside the JSON.
 
 Every class derives from :class:`Node` (a :class:`~stitchgen.records.Record`),
-which supplies what a frozen dataclass would generate — immutability, ``__eq__``, ``__repr__`` and a
-cached ``__hash__`` — once for all of them; each class is declared
-``@record`` (a frozen dataclass, nothing generated) with its ``__init__``
-written out, so creating the classes costs no generated code at import
-(``dataclasses.fields``, ``replace`` and ``is_dataclass`` work as on any
-dataclass, and a subclass of your own is declared ``@dataclass(frozen=True)``).
+which supplies immutability (each field set once, by ``__init__``),
+``__eq__``, ``__repr__`` and a cached ``__hash__`` once for all of them;
+each class is declared ``@record`` — ``dataclasses``' own
+``@dataclass(init=False, repr=False, eq=False)``, nothing generated — with
+its ``__init__`` written out, so creating the classes costs no generated
+code at import (``dataclasses.fields``, ``replace``, ``asdict`` and
+``is_dataclass`` are the standard library's own; a subclass of your own is
+declared ``@dataclass`` and stays hashable and immutable).
 
 Each statement class names the template block that renders it
 (``template: ClassVar[str]``), and each field says what it holds

@@ -10,8 +10,10 @@ passes (:mod:`stitchgen.passes`) add the dels and make the names valid and
 collision-free.
 
 This package is the door; each concern has its module: ``program``
-(:func:`build_program`), ``lowerer`` (the nodes, the children, the values),
-``twins`` (:func:`fingerprint`), ``pytree`` (the pytree calling convention)
+(:func:`build_program`), ``lowerer`` (one graph's nodes, children and
+values, its state local to the pass), ``declarations`` (what the program
+declares across its graphs: imports, constants, bindings, inlined
+functions and twins), ``twins`` (:func:`fingerprint`), ``pytree`` (the pytree calling convention)
 and ``reading`` (what is read from FX, how argument values are classified).
 """
 

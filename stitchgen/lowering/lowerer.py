@@ -1,12 +1,12 @@
-"""The lowering's worker: :class:`Lowerer` turns each graph's nodes into IR
-statements — one pass per graph — and keeps what the program declares
-(bindings, constants, imports, the inlined functions, twins shared)."""
+"""The lowering of graphs: :class:`Lowerer` turns each graph's nodes into IR
+statements — one pass per graph, its state (values by node, the getitems
+an unpacked call absorbed) local to that pass — and adds what the program
+declares to its :class:`~stitchgen.lowering.declarations.Declarations`."""
 
 from __future__ import annotations
 
-import dataclasses
 import operator
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 import torch.fx as fx
@@ -16,14 +16,11 @@ from ..errors import CodegenError
 from ..ir import (
     Assign,
     Call,
-    ConstDecl,
-    ConstRef,
     DictExpr,
     Expr,
     Function,
     FunctionRef,
     GetItem,
-    GlobalRef,
     ListExpr,
     Literal,
     MethodRef,
@@ -32,15 +29,12 @@ from ..ir import (
     Return,
     SliceExpr,
     Stmt,
-    SubmodDecl,
-    SubmodRef,
     TupleExpr,
     UnpackCall,
 )
 from ..literals import is_primitive
-from ..references import qualified_ref
+from .declarations import Declarations
 from .reading import (
-    describe,
     display_of,
     fetch_attr,
     hint_for,
@@ -55,8 +49,9 @@ _Node = fx.Node
 
 
 class Lowerer:
-    """One lowering's state: :func:`~stitchgen.lowering.build_program` makes
-    one per program."""
+    """Lowers the graphs of one program (:func:`~stitchgen.lowering.build_program`
+    makes one per program): the settings, the program's :attr:`decls`, and
+    :meth:`function` for each graph."""
 
     def __init__(
         self,
@@ -66,44 +61,19 @@ class Lowerer:
         source_lines: bool = False,
         unpack: bool = False,
     ) -> None:
+        #: children called through bindings even if they are GraphModules
         self.opaque = opaque
+        #: trailing source-location comments; piece results unpacked where called
         self.source_lines = source_lines
         self.unpack = unpack
-        #: getitem nodes whose item an UnpackCall assigns (no statement of their own)
-        self.unpacked: set[fx.Node] = set()
-        self.formats = formats
-        self.constants = convention.constants
+        #: how argument values are written (the convention's constant policy)
+        self.policy = convention.constants
+        #: inlined children declared too (their binding None: vLLM's list)
         self.lists_inlined = convention.lists_inlined
-        self.imports: set[str] = set()
-        self.const_index: dict[int, int] = {}
-        self.const_values: list[Any] = []
-        self.const_decls: list[ConstDecl] = []
-        self.submod_index: dict[str, int] = {}
-        self.submod_decls: list[SubmodDecl] = []
-        #: the child object found for each declaration (None: named opaque)
-        self.submod_values: list[Any] = []
-        self.functions: list[Function] = []  # the distinct inlined functions, in order
-        #: inlined children by qualified name -> their function in ``functions``
-        #: (twins share one)
-        self.inlined_index: dict[str, int] = {}
-        self.twins: dict[tuple[Any, ...], str] = {}  # fingerprint -> first path lowered
-        #: children sharing a twin's function (their keywords may differ)
-        self.shared: dict[str, fx.GraphModule] = {}
-        #: for a child sharing its twin's function: its keywords -> the twin's
-        #: (built when a call passes keywords)
-        self.keywords: dict[str, dict[str, str]] = {}
-        #: qualified_ref answers, by object id (targets repeat a lot)
-        self.named: dict[int, tuple[Any, GlobalRef | None]] = {}
+        #: what the program declares, across its graphs
+        self.decls = Declarations(formats)
+        #: the children being lowered, innermost last (a recursion is an error)
         self._in_progress: list[int] = []
-
-    def pool(self, values: tuple[Any, ...], index: Mapping[int, int]) -> None:
-        """Continue a shared pool of constants (a ``ConstPool``'s fields)."""
-        self.const_values = list(values)
-        self.const_index = dict(index)
-        hint = self.formats["const"]
-        self.const_decls = [
-            ConstDecl(hint.format(hint=f"shared_{i}"), describe(v)) for i, v in enumerate(values)
-        ]
 
     # -- functions ------------------------------------------------------
 
@@ -114,6 +84,7 @@ class Lowerer:
         body: list[Stmt] = []
         returned = False
         seen: set[str] = set()
+        absorbed: set[fx.Node] = set()  # getitems an UnpackCall assigns: no statement
         for node in graph.nodes:
             if returned:
                 raise CodegenError("node follows the graph's output node", node)
@@ -122,10 +93,13 @@ class Lowerer:
             seen.add(node.name)
             op = node.op
             if op == "call_function":  # the common case first
-                if node not in self.unpacked:
+                if node not in absorbed:
                     body.append(self.call_function(node, env))
             elif op == "call_module":
-                body.append(self.call_module(gm, prefix, node, env))
+                stmt = self.call_module(gm, prefix, node, env)
+                if type(stmt) is UnpackCall:
+                    absorbed.update(node.users)  # one getitem per target, and nothing else
+                body.append(stmt)
             elif op == "placeholder":
                 params.append(self.placeholder(node, env))
             elif op == "output":
@@ -166,7 +140,7 @@ class Lowerer:
         if is_primitive(value):
             return Literal(value)
         refuse_reference(value, node)
-        return self.constant(value, hint=str(node.target))
+        return self.decls.reference(value, hint=str(node.target))
 
     def call_module(
         self, gm: fx.GraphModule, prefix: str, node: fx.Node, env: dict[fx.Node, Expr]
@@ -175,8 +149,9 @@ class Lowerer:
         path = prefix + target
         args = self.args(node, env)
         kwargs = self.kwargs(node, env) if node.kwargs else ()
+        decls = self.decls
         if path in self.opaque:
-            callee: Any = self.submod(path)
+            callee: Any = decls.submod(path)
         else:
             try:
                 child = fetch_attr(gm, target)
@@ -188,13 +163,13 @@ class Lowerer:
                 ) from None
             if is_inlinable(child):
                 if self.lists_inlined:
-                    self.declare(path, inlined=True, child=child)
+                    decls.declare(path, inlined=True, child=child)
                 callee = self.inline(child, path, node)
-                if kwargs and path in self.shared:
-                    renamed = self.twin_keywords(path)
+                if kwargs and path in decls.sharing:
+                    renamed = decls.twin_keywords(path)
                     kwargs = tuple((renamed.get(k, k), v) for k, v in kwargs)
             elif callable(child):
-                callee = self.submod(path, child)
+                callee = decls.submod(path, child)
             else:
                 raise CodegenError(f"call_module target {target!r} is not callable", node)
         if self.unpack and type(callee) is FunctionRef:
@@ -204,10 +179,11 @@ class Lowerer:
         return Call(node.name, callee, args, kwargs, node.name, self.where(node))
 
     def unpack_targets(self, node: fx.Node, callee: FunctionRef) -> tuple[str, ...] | None:
-        """The getitems taking ``node``'s result apart, by item (their names;
-        they become :attr:`unpacked`), if that is all that reads it and they
-        read every item of the tuple the inlined function returns once."""
-        ret = self.functions[callee.index].body[-1]
+        """The names of the getitems taking ``node``'s result apart, by item,
+        if that is all that reads it and they read every item of the tuple
+        the inlined function returns once (then ``node.users`` are those
+        getitems, and nothing else)."""
+        ret = self.decls.functions[callee.index].body[-1]
         if type(ret) is not Return or type(ret.value) is not TupleExpr:
             return None
         size = len(ret.value.items)
@@ -231,8 +207,7 @@ class Lowerer:
             if self.source_lines and source_location(user):
                 return None  # its line keeps its comment
             items[index] = user
-        self.unpacked.update(items.values())  # size distinct indices in range: all of them
-        return tuple(items[k].name for k in range(size))
+        return tuple(items[k].name for k in range(size))  # size distinct indices: all
 
     def call_function(self, node: fx.Node, env: dict[fx.Node, Expr]) -> Stmt:
         target = node.target
@@ -241,7 +216,7 @@ class Lowerer:
             return GetItem(node.name, obj, self.arg(node.args[1], node, env), self.where(node))
         if not callable(target):
             raise CodegenError("call_function target is not callable", node)
-        callee = self.callable(target)
+        callee = self.decls.target_ref(target)
         kwargs = self.kwargs(node, env) if node.kwargs else ()
         return Call(node.name, callee, self.args(node, env), kwargs, node.name, self.where(node))
 
@@ -273,50 +248,18 @@ class Lowerer:
 
     # -- children -------------------------------------------------------
 
-    def submod(self, path: str, child: Any = None) -> SubmodRef:
-        index = self.declare(path, child=child)
-        return SubmodRef(index, self.submod_decls[index].name)
-
-    def declare(self, path: str, inlined: bool = False, child: Any = None) -> int:
-        """The index of the child ``path``'s declaration (made on first use;
-        ``child`` is the object found for it, None for one named opaque)."""
-        index = self.submod_index.get(path)
-        if index is None:
-            index = self.submod_index[path] = len(self.submod_decls)
-            name = self.formats["submod"].format(path=path)
-            self.submod_decls.append(SubmodDecl(name, path, inlined))
-            self.submod_values.append(child)
-        return index
-
     def inline(self, child: fx.GraphModule, path: str, node: fx.Node) -> FunctionRef:
-        if path not in self.inlined_index:
-            key = fingerprint(child, constants=self.constants, source_lines=self.source_lines)
-            twin = self.twins.get(key) if key is not None else None
-            if twin is not None:  # the same graph as a piece already lowered: share it
-                self.inlined_index[path] = self.inlined_index[twin]
-                self.shared[path] = child
-            else:
-                fn = self.lower_child(child, path, node)
-                index = len(self.functions)  # after its own children: its place in the list
-                name = self.formats["inlined"].format(path=path, index=index)
-                self.inlined_index[path] = index
-                self.functions.append(dataclasses.replace(fn, name=name))
-                if key is not None:
-                    self.twins[key] = path
-        index = self.inlined_index[path]
-        return FunctionRef(index, self.functions[index].name)
-
-    def twin_keywords(self, path: str) -> dict[str, str]:
-        """The keywords of ``path`` (a child sharing its twin's function) ->
-        the shared function's: their placeholders may be named apart."""
-        renamed = self.keywords.get(path)
-        if renamed is None:
-            fn = self.functions[self.inlined_index[path]]
-            placeholders = self.shared[path].graph.find_nodes(op="placeholder")
-            mine = [str(n.target).lstrip("*") for n in placeholders]
-            keywords = (p.keyword for p in fn.params)
-            renamed = self.keywords[path] = dict(zip(mine, keywords, strict=True))
-        return renamed
+        """The function of the inlined child ``path``: lowered on first use,
+        or its twin's (the same graph, lowered before) if it has one."""
+        decls = self.decls
+        known = decls.function_ref(path)
+        if known is not None:
+            return known
+        key = fingerprint(child, constants=self.policy, source_lines=self.source_lines)
+        twin = decls.twin_of.get(key) if key is not None else None
+        if twin is not None:
+            return decls.share(path, twin, child)
+        return decls.add_function(path, self.lower_child(child, path, node), key)
 
     def lower_child(self, child: fx.GraphModule, path: str, node: fx.Node) -> Function:
         if id(child) in self._in_progress:
@@ -329,36 +272,6 @@ class Lowerer:
 
     # -- values ---------------------------------------------------------
 
-    def callable(self, target: Callable[..., Any]) -> GlobalRef | ConstRef:
-        known = self.named.get(id(target))
-        if known is not None and known[1] is not None:
-            return known[1]  # the common case: an op seen before, by name
-        return self.constant(target, getattr(target, "__name__", None) or type(target).__name__)
-
-    def constant(self, value: Any, hint: str) -> GlobalRef | ConstRef:
-        """An exact qualified name for ``value``, else a lifted binding."""
-        key = id(value)
-        known = self.named.get(key)
-        if known is not None:
-            ref = known[1]
-        else:
-            ref = qualified_ref(value)
-            self.named[key] = (value, ref)  # holds value: its id stays unique
-            if ref is not None and ref.module != "builtins":
-                self.imports.add(ref.module)
-        if ref is not None:
-            return ref
-        return self.lift(value, hint)
-
-    def lift(self, value: Any, hint: str) -> ConstRef:
-        index = self.const_index.get(id(value))
-        if index is None:
-            index = self.const_index[id(value)] = len(self.const_values)
-            self.const_values.append(value)  # keeps the object (and its id) alive
-            decl = ConstDecl(self.formats["const"].format(hint=hint), describe(value))
-            self.const_decls.append(decl)
-        return ConstRef(index, self.const_decls[index].name)
-
     def arg(self, a: Any, node: fx.Node, env: dict[fx.Node, Expr]) -> Expr:
         """An FX argument (any nesting of nodes, displays and constants),
         written as the convention's constant policy says: inline, as a
@@ -366,7 +279,7 @@ class Lowerer:
         graph values is never a constant: it is a display (a slice too) or
         an error."""
         kind = type(a)
-        policy = self.constants
+        policy = self.policy
         if kind in policy.inline:
             return Literal(a)
         if kind is _Node or isinstance(a, fx.Node):
@@ -394,9 +307,9 @@ class Lowerer:
             )
         refuse_reference(a, node)
         if policy.qualified_names:
-            return self.constant(a, hint=hint_for(a))
+            return self.decls.reference(a, hint=hint_for(a))
         # vLLM's: lifted, an IntEnum member too (its repr() is no code)
-        return self.lift(a, hint_for(a))
+        return self.decls.lift(a, hint_for(a))
 
     def _node(self, a: fx.Node, node: fx.Node, env: dict[fx.Node, Expr]) -> Expr:
         expr = env.get(a)

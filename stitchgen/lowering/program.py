@@ -94,13 +94,14 @@ def build_program(
         raise ValueError(f"function name must be a Python identifier, got {name!r}")
     formats = name_formats({**convention.names, **(names or {})})
     lowerer = Lowerer(frozenset(opaque), formats, convention, source_lines, unpack)
+    decls = lowerer.decls
     if const_pool is not None:
-        lowerer.pool(const_pool.values, const_pool.index)
+        decls.continue_pool(const_pool.values, const_pool.index)
     entry = lowerer.function(gm, prefix="", name=name)
     if pytree_info(gm) is not None:
         from .pytree import pytree_entry  # imported for such a graph only (start-up)
 
-        entry = pytree_entry(gm, entry, lowerer.callable, lowerer.lift)
+        entry = pytree_entry(gm, entry, decls.target_ref, decls.lift)
     if boxed:
         if not convention.boxed:
             raise ValueError(f"boxed inputs are not part of the {convention.name} convention")
@@ -110,22 +111,22 @@ def build_program(
                 f"boxed inputs need plain positional parameters; {odd} have defaults or are *args"
             )
         entry = _boxed(entry)
-    unused = lowerer.opaque - set(lowerer.submod_index)
+    unused = lowerer.opaque - set(decls.submod_index)
     if unused:
         raise CodegenError(
             f"no call_module node calls {sorted(unused)}; the graph calls "
-            f"{sorted(lowerer.submod_index) + sorted(lowerer.inlined_index)}"
+            f"{sorted(decls.submod_index) + sorted(decls.function_index)}"
         )
     return Program(
         name=name,
         binder=formats["binder"],
-        imports=tuple(sorted(lowerer.imports)),
-        submods=tuple(lowerer.submod_decls),
-        consts=tuple(lowerer.const_decls),
-        functions=(*lowerer.functions, entry),
+        imports=tuple(sorted(decls.imports)),
+        submods=tuple(decls.submod_decls),
+        consts=tuple(decls.const_decls),
+        functions=(*decls.functions, entry),
         reserved=tuple(sorted({*reserve, *convention.helpers})),
-        const_values=tuple(lowerer.const_values),
-        submod_values=tuple(lowerer.submod_values),
+        const_values=tuple(decls.const_values),
+        submod_values=tuple(decls.submod_values),
     )
 
 
