@@ -6,7 +6,7 @@ templates never imports Jinja.
 
 Safety. Template text is code; values from the graph (string constants,
 node names, descriptions) are data, and the only way to print data is through
-stitchgen's filters, which return :class:`~stitchgen.expressions.Code`.
+stitchgen's filters, which return :class:`~stitchgen.filters.Code`.
 Jinja's autoescape marks text "safe" with ``Markup`` — an HTML taint, not
 ours: ``e``, ``safe``, ``urlize``, ``join``, ``Markup + str``, ``~`` would all
 turn a string into "safe" text, and printed "safe" text is code. So:

@@ -1,18 +1,20 @@
-"""What a constant may be written as in generated code.
-
-Three answers, decided here and nowhere else:
+"""What a constant may be written as in generated code: the first of three
+answers is this module's, the other two are named here with their owners.
 
 * a primitive (``None``, bool, int, float, complex, str, bytes, ``...``) is
   written inline by :func:`literal_source`, built on ``repr`` (never a
   hand-rolled escape), with ``float("inf")``-style spellings for non-finite
   numbers and black's spelling where it is the same literal (double quotes,
-  ``1e300``) — a string is always data, never code;
+  ``1e300``) — a string is always data, never code (decided here);
 * an object reachable by an exact qualified name (``torch.float32``,
   ``torch.ops.aten.mm.default``, ``operator.add``, an enum member) is written
-  as that name — :func:`stitchgen.references.qualified_ref` verifies that the
-  name resolves to the very same object, using only modules that are already
-  imported;
-* anything else is lifted: bound into the generated function as a constant.
+  as that name — :func:`stitchgen.references.qualified_ref` decides it,
+  verifying that the name resolves to the very same object, using only
+  modules that are already imported;
+* anything else is lifted: bound into the generated function as a constant
+  — where a convention's constant policy says so
+  (:class:`stitchgen.conventions.ConstantPolicy`, read by the lowering's
+  ``Lowerer.arg``: vLLM's lifts some objects that have a name).
 
 This module writes the first kind and imports nothing but the IR (rendering
 uses it, and rendering never imports torch).
