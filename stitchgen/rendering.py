@@ -54,8 +54,9 @@ __all__ = [
 ]
 
 ENTRY_TEMPLATE = "module.py.j2"
+_FUNCTION_TEMPLATE = "function.py.j2"
 #: the files the built-in templates consist of; a directory that has one overrides it
-_BUILTIN_FILES = (ENTRY_TEMPLATE, "function.py.j2")
+_BUILTIN_FILES = (ENTRY_TEMPLATE, _FUNCTION_TEMPLATE)
 
 
 def templates_dir() -> Path:
@@ -268,7 +269,7 @@ class Templates:
             NAMES_KEY: program_names(program),
             "emit": BlockText(
                 emit_for(program, self.variant, self.writer, self.globals),
-                shipped_function=self._shipped("function.py.j2"),
+                shipped_function=self._shipped(_FUNCTION_TEMPLATE),
             ),
         }
         try:

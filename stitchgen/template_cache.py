@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import stat
 import tempfile
 import threading
 import warnings
@@ -129,8 +130,6 @@ def open_cache(filters: Iterable[str]) -> TemplateCache | None:
 
 def _unsafe(status: os.stat_result) -> str:
     """Why a folder with ``status`` may not hold code we load; "" if it may."""
-    import stat
-
     if not stat.S_ISDIR(status.st_mode):
         return "is not a directory (a link or a file)"
     getuid = getattr(os, "getuid", None)

@@ -81,16 +81,17 @@ class Declarations:
     def function_ref(self, path: str) -> FunctionRef | None:
         """The inlined function of the child ``path``, if it has one yet."""
         index = self.function_index.get(path)
-        return None if index is None else FunctionRef(index, self.functions[index].name)
+        return None if index is None else self._function_ref(index)
+
+    def _function_ref(self, index: int) -> FunctionRef:
+        return FunctionRef(index, self.functions[index].name)
 
     def share(self, path: str, twin: str, child: fx.GraphModule) -> FunctionRef:
         """``path`` calls the function of ``twin``, a child lowered before
         with the same fingerprint."""
-        self.function_index[path] = self.function_index[twin]
+        index = self.function_index[path] = self.function_index[twin]
         self.sharing[path] = child
-        ref = self.function_ref(path)
-        assert ref is not None
-        return ref
+        return self._function_ref(index)
 
     def add_function(
         self, path: str, fn: Function, fingerprint: tuple[Any, ...] | None
@@ -103,7 +104,7 @@ class Declarations:
         self.functions.append(dataclasses.replace(fn, name=name))
         if fingerprint is not None:
             self.twin_of[fingerprint] = path
-        return FunctionRef(index, name)
+        return self._function_ref(index)
 
     def twin_keywords(self, path: str) -> dict[str, str]:
         """The keywords of ``path`` (a child sharing its twin's function) ->
