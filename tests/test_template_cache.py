@@ -99,6 +99,20 @@ def test_a_folder_other_users_can_write_is_refused(tmp_path, cache, compiles):
     assert list(cache.iterdir()) == []  # nothing read or written there
 
 
+def test_a_named_folder_keeps_the_users_own_files(tmp_path, cache, compiles):
+    """STITCHGEN_CACHE_DIR may name a folder of the user's: stitchgen only adds
+    its own ``<key>.jbc`` entries there, in ``templates/``."""
+    cache.mkdir(parents=True, mode=0o700)
+    (cache.parent / "notes.txt").write_text("mine\n")
+    (cache / "module.py.j2").write_text("{# the user's template #}\n")
+    before = {p: p.read_bytes() for p in cache.parent.rglob("*") if p.is_file()}
+    _code(_templates(tmp_path))
+    _code(_templates(tmp_path, header="# acme, edited"))  # entries rewritten, not others
+    after = {p: p.read_bytes() for p in cache.parent.rglob("*") if p.is_file()}
+    assert {p: after[p] for p in before} == before
+    assert all(p.suffix == ".jbc" and p.parent == cache for p in set(after) - set(before))
+
+
 def test_off_keeps_nothing_on_disk(tmp_path, monkeypatch, compiles):
     monkeypatch.setenv(CACHE_ENV, "off")
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
