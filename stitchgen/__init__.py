@@ -38,6 +38,7 @@ if TYPE_CHECKING:  # what the lazy doors below resolve, for type checkers and ID
         CodegenError,
         GoldenError,
         ProgramError,
+        StaleTemplateWarning,
         StitchgenError,
         TemplateError,
     )
@@ -60,6 +61,7 @@ _DOORS = {
     "GoldenError": "errors",
     "Program": "ir",
     "ProgramError": "errors",
+    "StaleTemplateWarning": "errors",
     "StitchgenError": "errors",
     "TemplateError": "errors",
     "Templates": "rendering",
@@ -85,6 +87,7 @@ __all__ = [
     "GoldenError",
     "Program",
     "ProgramError",
+    "StaleTemplateWarning",
     "StitchgenError",
     "TemplateError",
     "Templates",

@@ -40,7 +40,9 @@ import jinja2.sandbox
 from markupsafe import Markup
 
 from . import ir
+from .authoring.attributes import no_attribute
 from .errors import TemplateError
+from .filters import BlockText
 from .ir import Program
 from .ir.nodes import CLASSES
 
@@ -61,6 +63,8 @@ class _Unsafe(jinja2.sandbox.SecurityError):
 _CONTEXTS = (jinja2.runtime.Context, jinja2.nodes.EvalContext, jinja2.Environment)
 #: the IR's classes (its registry): their public fields and methods are the template contract
 _IR_TYPES = frozenset(CLASSES.values())
+#: the objects whose attributes templates read directly: the IR and ``emit``
+_TYPED = _IR_TYPES | {BlockText}
 
 
 def _harmless_text(value: str) -> bool:
@@ -112,6 +116,27 @@ def _guard(name: str, fn: Callable[..., Any]) -> Callable[..., Any]:
     return guarded
 
 
+def _defined(args: Sequence[Any], kwargs: Mapping[str, Any]) -> None:
+    """Raise the error of the first undefined value among the arguments
+    (a StrictUndefined raises its own message when printed)."""
+    for value in (*args, *kwargs.values()):
+        if isinstance(value, jinja2.StrictUndefined):
+            str(value)
+
+
+def _strict(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """``fn`` (a filter of stitchgen's or the user's), refusing an undefined
+    argument with its own message (the attribute that is missing, and the
+    closest ones) instead of the filter's error about its type."""
+
+    @functools.wraps(fn)  # keeps jinja_pass_arg (pass_context & co.)
+    def strict(*args: Any, **kwargs: Any) -> Any:
+        _defined(args, kwargs)
+        return fn(*args, **kwargs)
+
+    return strict
+
+
 def _mixes(left: Any, right: Any) -> bool:
     """Code on one side, text that is not code on the other."""
     if isinstance(left, Markup):
@@ -137,12 +162,18 @@ class _Environment(jinja2.sandbox.SandboxedEnvironment):
     intercepted_binops = frozenset({"+", "%"})
 
     def getattr(self, obj: Any, attribute: str) -> Any:
-        if type(obj) in _IR_TYPES and attribute[:1] != "_":  # the common case, quickly
+        if type(obj) in _TYPED and attribute[:1] != "_":  # the common case, quickly
             try:
                 return getattr(obj, attribute)
             except AttributeError:
-                pass
+                # "'Call' has no attribute 'nde' (did you mean 'node'?)", raised where it is used
+                return self.undefined(no_attribute([type(obj)], attribute), obj, attribute)
         return super().getattr(obj, attribute)
+
+    def call(__self, __context: Any, __obj: Any, *args: Any, **kwargs: Any) -> Any:  # noqa: N805
+        if type(getattr(__obj, "__self__", None)) is BlockText:
+            _defined(args, kwargs)  # emit.x(stmt.nde) names the attribute, not the type
+        return super().call(__context, __obj, *args, **kwargs)
 
     def is_safe_attribute(self, obj: Any, attr: str, value: Any) -> bool:
         if isinstance(obj, Markup):
@@ -257,7 +288,7 @@ def build_environment(
     env.globals["unknown_statement"] = _unknown_statement
     for name, fn in list(env.filters.items()):
         env.filters[name] = _guard(name, fn)
-    env.filters.update(filters)
+    env.filters.update({name: _strict(fn) for name, fn in filters.items()})
     env.globals.update(globals)
     return env
 

@@ -19,6 +19,7 @@ __all__ = [
     "CodegenError",
     "GoldenError",
     "ProgramError",
+    "StaleTemplateWarning",
     "StitchgenError",
     "TemplateDirError",
     "TemplateError",
@@ -88,3 +89,10 @@ class ProgramError(StitchgenError, ValueError):
     message names the function, the statement and the pass that ran last: see
     :func:`stitchgen.ir.verify`), or that cannot be written as Python (an entry
     name that would shadow a builtin or an imported module)."""
+
+
+class StaleTemplateWarning(UserWarning):
+    """Templates of yours override blocks whose shipped text changed since
+    ``stitchgen templates lock`` recorded it (an upgrade of stitchgen): the
+    override may need updating. Said once per process per directory;
+    ``stitchgen templates check DIR`` names each block, with a diff."""

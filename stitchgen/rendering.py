@@ -34,6 +34,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
+from .authoring.report import LOCK, TemplateReport
 from .conventions import CLOSURE, VLLM, Convention, name_formats
 from .errors import TemplateDirError, TemplateError
 from .expressions import Writer
@@ -151,6 +152,8 @@ class Templates:
         self._writer: Writer | None = None
         self._lock = threading.Lock()
         self._rendered: OrderedDict[_Key, str] = OrderedDict()
+        #: the stamp of the user's files when the checks last passed
+        self._checked: tuple[Any, ...] | None = None
 
     @property
     def convention(self) -> Convention:
@@ -255,8 +258,48 @@ class Templates:
             program, black=black, variant=self.variant, writer=self.writer, options=self.globals
         )
 
+    def check(self) -> TemplateReport:
+        """Every mistake a check can see in your templates, without
+        rendering: blocks the base chain does not render, templates named
+        that do not exist, names out of a block's scope, attributes the IR
+        does not have, unknown filters (``report.problems``); and, where a
+        directory has a lock (``stitchgen templates lock``), the overridden
+        blocks whose shipped text changed since (``report.stale``).
+
+        >>> import stitchgen
+        >>> stitchgen.Templates().check().problems
+        []
+
+        Rendering runs the same checks once per object (again when a
+        template file changes) and raises a :class:`TemplateError` listing
+        the problems before anything renders; stale blocks are one
+        :class:`~stitchgen.errors.StaleTemplateWarning` per process.
+        """
+        from .authoring.checks import check_templates  # Jinja: only for templates of yours
+
+        if self.builtin_in_effect and not any(map(_has_lock, self.dirs)):
+            return TemplateReport([], [])
+        return check_templates(self.environment, self.dirs, self.variant)
+
+    def _ensure_checked(self, stamp: tuple[Any, ...]) -> None:
+        if self._checked == stamp:
+            return
+        report = self.check()
+        if report.problems:
+            first = report.problems[0]  # the message starts with its file:line
+            raise TemplateError(
+                "\n".join(str(p) for p in report.problems), template=first.file, lineno=first.line
+            )
+        if report.stale:
+            from .authoring.lock import warn_stale
+
+            warn_stale(report.stale)
+        self._checked = stamp
+
     def _render_templates(self, program: Program) -> str:
-        key = _Key(dataclasses.replace(program, const_values=(), submod_values=()), self._stamp())
+        stamp = self._stamp()
+        self._ensure_checked(stamp)
+        key = _Key(dataclasses.replace(program, const_values=(), submod_values=()), stamp)
         with self._lock:
             cached = self._rendered.pop(key, None)
             if cached is not None:
@@ -292,6 +335,10 @@ class Templates:
                 if path.is_file():
                     stamp.append((str(path), path.stat().st_mtime_ns))
         return tuple(stamp)
+
+
+def _has_lock(directory: str) -> bool:
+    return os.path.lexists(os.path.join(directory, LOCK))
 
 
 def _filter_names() -> frozenset[str]:

@@ -1,0 +1,224 @@
+"""The lock of a template directory: the shipped text of every block its
+templates override, so an upgrade of stitchgen that changes one is named.
+
+``stitchgen templates lock DIR`` writes ``DIR/stitchgen.lock``: a first line
+that says it is stitchgen's, then JSON — for each overridden block, the
+file that overrides it, the shipped template it overrides (the nearest
+shipped definition: the variant's where a variant defines it) and that
+block's text. It replaces only its own file (a ``stitchgen.lock`` whose
+first line is not ours is refused), written atomically.
+``stitchgen templates check DIR`` and every render with those templates
+compare the locked text with today's: a block whose base changed is
+*stale*. Without a lock nothing is said: the lock is opt-in.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import difflib
+import json
+import os
+import tempfile
+import threading
+import warnings
+from collections.abc import Sequence
+from pathlib import Path
+
+import jinja2
+
+from ..errors import StaleTemplateWarning, TemplateError
+from ..version import __version__
+from .analysis import Library, Source
+from .report import LOCK
+
+__all__ = ["LOCK", "LOCK_HEADER", "Stale", "block_texts", "locked_blocks", "stale", "warn_stale",
+           "write_lock"]  # fmt: skip
+
+LOCK_HEADER = (
+    "# stitchgen templates lock: the shipped text of the blocks overridden here "
+    "(written by `stitchgen templates lock`, read by `stitchgen templates check`)"
+)
+
+#: (directory, stale blocks) already warned of in this process
+_warned: set[tuple[str, tuple[str, ...]]] = set()
+_warned_lock = threading.Lock()
+
+
+def block_texts(env: jinja2.Environment, text: str) -> dict[str, str]:
+    """Each block of the template ``text``, as the whole lines from its
+    ``{% block %}`` to its ``{% endblock %}`` (Jinja's own lexer finds them)."""
+    lines = text.splitlines(keepends=True)
+    found: dict[str, str] = {}
+    stack: list[tuple[str, int]] = []
+    tokens = [t for t in env.lex(text) if t[1] != "whitespace"]
+    for i, (lineno, kind, _) in enumerate(tokens):
+        if kind != "block_begin" or i + 1 >= len(tokens):
+            continue
+        keyword = tokens[i + 1][2]
+        if keyword == "block" and i + 2 < len(tokens):
+            stack.append((tokens[i + 2][2], lineno))
+        elif keyword == "endblock" and stack:
+            name, start = stack.pop()
+            found.setdefault(name, "".join(lines[start - 1 : lineno]))
+    return found
+
+
+@dataclasses.dataclass(frozen=True)
+class Locked:
+    """One overridden block: the file of the user's, the block, the
+    shipped template it overrides, and that block's text then."""
+
+    file: str
+    block: str
+    base: str
+    text: str
+
+
+@dataclasses.dataclass(frozen=True)
+class Stale:
+    """A locked block whose shipped text is not what it was."""
+
+    directory: str
+    locked: Locked
+    now: str | None  # None: the shipped template has no such block any more
+
+    def describe(self) -> str:
+        """``DIR/function.py.j2: block 'x' overrides stitchgen/function.py.j2's, which changed ...``"""
+        where = os.path.join(self.directory, self.locked.file)
+        what = "which changed" if self.now is not None else "which is gone"
+        return (
+            f"{where}: block {self.locked.block!r} overrides {self.locked.base}'s, {what} since "
+            f"`stitchgen templates lock` (the override may need updating; lock again once it "
+            "does)"
+        )
+
+    def diff(self) -> str:
+        """The base block, locked text against today's (a unified diff)."""
+        return "".join(
+            difflib.unified_diff(
+                self.locked.text.splitlines(True),
+                (self.now or "").splitlines(True),
+                f"{self.locked.base} (locked)",
+                f"{self.locked.base} (now)",
+            )
+        )
+
+
+def _overrides(library: Library, directory: str) -> list[Locked]:
+    """The blocks the templates in ``directory`` override, with the text of
+    each block's nearest shipped definition."""
+    root = os.path.realpath(directory)
+    found = []
+    for path in sorted(Path(directory).rglob("*.j2")):
+        name = path.relative_to(directory).as_posix()
+        source = _loaded(library, name, root)
+        if source is None or source.extends is None:
+            continue
+        try:
+            parents = library.chain(source.extends)
+        except jinja2.TemplateError:
+            continue
+        for block in source.top:
+            base = next((s for s in parents if block.name in s.blocks and not s.user), None)
+            if base is not None:
+                text = block_texts(library.env, base.text).get(block.name, "")
+                found.append(Locked(name, block.name, base.name, text))
+    return found
+
+
+def _loaded(library: Library, name: str, root: str) -> Source | None:
+    """``name`` as the library loads it, where that is the file under ``root``."""
+    try:
+        source = library.load(name)
+    except jinja2.TemplateError:
+        return None
+    return source if os.path.realpath(source.filename).startswith(root + os.sep) else None
+
+
+def write_lock(library: Library, directory: str) -> list[Locked]:
+    """Write ``directory/stitchgen.lock``; the blocks it records. A
+    ``stitchgen.lock`` that is not stitchgen's is a TemplateError, and
+    nothing is written."""
+    path = Path(directory) / LOCK
+    _read(path)  # refuses a file that is not ours
+    blocks = _overrides(library, directory)
+    body = {
+        "stitchgen": __version__,
+        "blocks": [dataclasses.asdict(b) for b in blocks],
+    }
+    text = LOCK_HEADER + "\n" + json.dumps(body, indent=1, sort_keys=True) + "\n"
+    fd, temporary = tempfile.mkstemp(prefix=f".{LOCK}.", suffix=".tmp", dir=directory)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as out:
+            out.write(text)
+            out.flush()
+            os.fsync(out.fileno())
+        os.replace(temporary, path)
+    except BaseException:
+        os.unlink(temporary)
+        raise
+    return blocks
+
+
+def _read(path: Path) -> list[Locked] | None:
+    """The blocks a lock records; None where there is no lock."""
+    if not os.path.lexists(path):
+        return None
+    if path.is_symlink() or not path.is_file():
+        raise TemplateError(f"{path}: not a lock stitchgen wrote (not a plain file)", str(path))
+    text = path.read_text(encoding="utf-8", errors="replace")
+    first, _, rest = text.partition("\n")
+    if first != LOCK_HEADER:
+        raise TemplateError(
+            f"{path}: not a lock stitchgen wrote (its first line is not stitchgen's); "
+            "move it to lock this directory",
+            str(path),
+        )
+    try:
+        body = json.loads(rest)
+        return [Locked(**entry) for entry in body["blocks"]]
+    except (ValueError, KeyError, TypeError) as exc:
+        raise TemplateError(f"{path}: a damaged lock ({exc}); lock again", str(path)) from exc
+
+
+def locked_blocks(directory: str) -> list[Locked] | None:
+    """The blocks ``directory``'s lock records (None: no lock)."""
+    return _read(Path(directory) / LOCK)
+
+
+def stale(library: Library, dirs: Sequence[str]) -> list[Stale]:
+    """The locked blocks of ``dirs`` whose shipped text changed."""
+    found = []
+    for directory in dirs:
+        locked = locked_blocks(directory)
+        for entry in locked or ():
+            try:
+                base = library.load(entry.base)
+            except jinja2.TemplateError:
+                found.append(Stale(directory, entry, None))
+                continue
+            now = block_texts(library.env, base.text).get(entry.block)
+            if now != entry.text:
+                found.append(Stale(directory, entry, now))
+    return found
+
+
+def warn_stale(found: Sequence[Stale]) -> None:
+    """One :class:`~stitchgen.errors.StaleTemplateWarning` per directory
+    and set of stale blocks, per process."""
+    by_dir: dict[str, list[Stale]] = {}
+    for item in found:
+        by_dir.setdefault(item.directory, []).append(item)
+    for directory, items in by_dir.items():
+        names = tuple(f"{s.locked.file} {s.locked.block} ({s.locked.base})" for s in items)
+        key = (os.path.realpath(directory), names)
+        with _warned_lock:
+            if key in _warned:
+                continue
+            _warned.add(key)
+        warnings.warn(
+            f"templates in {directory} override blocks whose shipped text changed since they "
+            f"were locked: {'; '.join(names)}; run `stitchgen templates check {directory}`",
+            StaleTemplateWarning,
+            stacklevel=2,
+        )
