@@ -1,4 +1,5 @@
-"""``stitchgen`` console script: ``demo``, ``golden`` and ``show``.
+"""``stitchgen`` console script: ``demo``, ``golden``, ``show`` and
+``templates`` (``blocks``, ``check``, ``diff``, ``lock``).
 
 An error about the input is one line on stderr, ``stitchgen <command>:
 error: <what, naming the input>``, and no traceback. The exit code says
@@ -92,6 +93,7 @@ def _golden(args: argparse.Namespace) -> int:
     if not args.cases and (args.template_dir or args.variant or args.dir):
         raise _Stop(prog, "--dir, --template-dir and --variant go with --cases", 2)
     directory: Path | None = None
+    templates: Any = None
     regen = golden.REGEN
     with _usage(prog):
         if args.cases:
@@ -99,7 +101,6 @@ def _golden(args: argparse.Namespace) -> int:
 
             if os.path.lexists(args.dir) and not os.path.isdir(args.dir):
                 raise _Stop(prog, f"argument --dir: {args.dir!r} is not a directory", 2)
-            templates = None
             if args.template_dir or args.variant:
                 templates = Templates(args.template_dir or (), variant=args.variant)
             directory = Path(args.dir).resolve()
@@ -121,6 +122,8 @@ def _golden(args: argparse.Namespace) -> int:
         print(f"updated {len(changed)} golden file(s){names}")
         return 0
     problems = golden.check(root, args.k, regen=regen, **options)
+    if problems and templates is not None:
+        problems += _stale_hint(templates)
     for problem in problems:
         print(problem, file=sys.stderr)
     if problems:
@@ -128,6 +131,102 @@ def _golden(args: argparse.Namespace) -> int:
         return 1
     print("golden check: all files match")
     return 0
+
+
+def _templates(args: argparse.Namespace) -> Any:
+    """The ``Templates`` an invocation names (a refusal is a usage error)."""
+    from .rendering import Templates
+
+    dirs = [args.dir] if getattr(args, "dir", None) else list(args.template_dir or ())
+    with _usage(args.prog):
+        return Templates(dirs, variant=args.variant)
+
+
+def _problems(args: argparse.Namespace, templates: Any, stale: bool = False) -> bool:
+    """Print the templates' problems (and stale blocks, with ``stale``), one
+    line each on stderr; were there any?"""
+    report = templates.check(known=False)  # the project's filters and globals are not known here
+    lines = report.lines() if stale else [str(p) for p in report.problems]
+    for line in lines:
+        print(line, file=sys.stderr)
+    if lines:
+        count = len(report.problems) + (len(report.stale) if stale else 0)
+        print(f"{args.prog}: {count} problem(s)", file=sys.stderr)
+    return bool(lines)
+
+
+def _library(templates: Any) -> Any:
+    from .authoring.sources import Library
+
+    return Library(templates.environment, templates.dirs)
+
+
+def _blocks(args: argparse.Namespace) -> int:
+    from .authoring import catalogue
+
+    templates = _templates(args)
+    if _problems(args, templates):
+        return 1
+    entries = catalogue.catalogue(_library(templates), templates.variant)
+    print((catalogue.markdown if args.markdown else catalogue.text)(entries).rstrip("\n"))
+    return 0
+
+
+def _check_templates(args: argparse.Namespace) -> int:
+    templates = _templates(args)
+    if _problems(args, templates, stale=True):
+        return 1
+    print(f"templates check: {args.dir}: no problems")
+    return 0
+
+
+def _diff(args: argparse.Namespace) -> int:
+    from . import golden
+    from .authoring.preview import preview
+    from .rendering import Templates
+
+    mine = _templates(args)
+    with _usage(args.prog):
+        if args.cases:
+            entries = golden.entries_from_cases(golden.load_cases(args.cases), Path("."))
+        else:  # this repository's registry, without its own template sets
+            registry = golden.entries(golden.find_root())
+            entries = {key: e for key, e in registry.items() if e.templates is None}
+        chosen = golden.selected(entries, args.k)
+    if _problems(args, mine):
+        return 1
+    changes, count = preview(chosen, Templates(variant=args.variant), mine)
+    for change in changes:
+        sys.stdout.write(change.diff)
+    print(f"templates diff: {args.dir} changes {len(changes)} of {count} case(s)")
+    return 0
+
+
+def _lock(args: argparse.Namespace) -> int:
+    from .authoring.lock import write_lock
+
+    templates = _templates(args)
+    if _problems(args, templates):
+        print(f"{args.prog}: not locked: fix the problems first", file=sys.stderr)
+        return 1
+    locked = write_lock(_library(templates), args.dir)
+    names = ", ".join(f"{b.file} {b.block}" for b in locked) or "none"
+    print(f"locked {len(locked)} overridden block(s) in {args.dir}: {names}")
+    return 0
+
+
+def _stale_hint(templates: Any) -> list[str]:
+    """Where locked templates override blocks that changed since: a line
+    naming them, as what may explain a drift."""
+    stale = templates.check(known=False).stale
+    if not stale:
+        return []
+    names = "; ".join(f"{s.locked.file} {s.locked.block} ({s.locked.base})" for s in stale)
+    dirs = " ".join(templates.dirs)
+    return [
+        f"the drift may come from overridden blocks whose shipped text changed since "
+        f"`stitchgen templates lock`: {names}; see `stitchgen templates check {dirs}`"
+    ]
 
 
 def _show(args: argparse.Namespace) -> int:
@@ -199,7 +298,54 @@ def _parser() -> argparse.ArgumentParser:
     show.add_argument("artifact", type=_directory, help="the artifact directory (Generated.save)")
     show.add_argument("--format", action="store_true", help="black-format the code")
     show.add_argument("--ir", action="store_true", help="print the stored IR too")
+    _templates_parser(command("templates", None, help="check, list, preview and lock templates"))
     return parser
+
+
+def _templates_parser(parent: argparse.ArgumentParser) -> None:
+    """``stitchgen templates blocks|check|diff|lock``."""
+    from .rendering import VARIANTS
+
+    sub = parent.add_subparsers(dest="action", required=True, metavar="ACTION")
+
+    def action(name: str, run: Any, help: str, directory: bool = True) -> argparse.ArgumentParser:
+        cmd = sub.add_parser(name, help=help, description=help)
+        cmd.set_defaults(run=run, prog=cmd.prog)
+        if directory:
+            cmd.add_argument("dir", type=_directory, metavar="DIR", help="your template directory")
+        cmd.add_argument("--variant", choices=sorted(VARIANTS), help="the shipped set it extends")
+        return cmd
+
+    blocks = action(
+        "blocks",
+        _blocks,
+        "list every block of each template file: the names in scope with their IR types, and "
+        "the emit methods that write the shipped text",
+        directory=False,
+    )
+    blocks.add_argument(
+        "--template-dir", type=_directory, action="append", metavar="DIR", help="your templates"
+    )
+    blocks.add_argument("--markdown", action="store_true", help="as markdown tables")
+    action(
+        "check",
+        _check_templates,
+        "check DIR's templates without rendering; exit 1 on a problem or a stale override",
+    )
+    diff = action(
+        "diff", _diff, "print how DIR changes the generated code of each case (a unified diff)"
+    )
+    diff.add_argument(
+        "--cases",
+        metavar="MODULE[:ATTR]",
+        help="your cases (as for `stitchgen golden --cases`); default: this repository's",
+    )
+    diff.add_argument("-k", action="append", metavar="CASE", help="only this case (repeatable)")
+    action(
+        "lock",
+        _lock,
+        "record in DIR/stitchgen.lock the shipped text of every block DIR overrides",
+    )
 
 
 def main(argv: list[str] | None = None) -> int:

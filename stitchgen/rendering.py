@@ -258,7 +258,7 @@ class Templates:
             program, black=black, variant=self.variant, writer=self.writer, options=self.globals
         )
 
-    def check(self) -> TemplateReport:
+    def check(self, *, known: bool = True) -> TemplateReport:
         """Every mistake a check can see in your templates, without
         rendering: blocks the base chain does not render, templates named
         that do not exist, names out of a block's scope, attributes the IR
@@ -274,12 +274,15 @@ class Templates:
         template file changes) and raises a :class:`TemplateError` listing
         the problems before anything renders; stale blocks are one
         :class:`~stitchgen.errors.StaleTemplateWarning` per process.
+        ``known=False`` is the command line's: the filters and globals your
+        Python passes are not known there, so a filter or name that is not
+        close to one of stitchgen's is taken for one of yours.
         """
         from .authoring.checks import check_templates  # Jinja: only for templates of yours
 
         if self.builtin_in_effect and not any(map(_has_lock, self.dirs)):
             return TemplateReport([], [])
-        return check_templates(self.environment, self.dirs, self.variant)
+        return check_templates(self.environment, self.dirs, self.variant, known=known)
 
     def _ensure_checked(self, stamp: tuple[Any, ...]) -> None:
         if self._checked == stamp:

@@ -68,7 +68,7 @@ def test_a_template_directory_overrides_by_file_name_and_can_extend(tmp_path):
 def test_template_errors_name_the_file_and_line(tmp_path):
     (tmp_path / "module.py.j2").write_text("ok\n{{ no_such_variable }}\n")
     gm = fx.symbolic_trace(lambda x: x * 3)
-    with pytest.raises(TemplateError, match=r"module\.py\.j2:2: 'no_such_variable' is not in") as info:
+    with pytest.raises(TemplateError, match=r"module\.py\.j2:2: 'no_such_variable' is not") as info:
         stitchgen.generate(gm, template_dirs=[tmp_path])
     assert info.value.lineno == 2
     (tmp_path / "module.py.j2").write_text("{% for %}\n")

@@ -12,7 +12,7 @@ import pytest
 from golden_cases import CASES, TEMPLATE_SETS
 
 import stitchgen
-from stitchgen import Templates, TemplateError
+from stitchgen import TemplateError, Templates
 from stitchgen.golden import RECORD
 
 MODULE_BLOCKS = [

@@ -18,13 +18,10 @@ annotations (:mod:`.typing_ir`); an ``if stmt.template == "call"`` narrows
 from __future__ import annotations
 
 import dataclasses
-import functools
-import os
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 import jinja2
-import jinja2.meta
 from jinja2 import nodes
 from jinja2.runtime import LoopContext
 
@@ -33,16 +30,10 @@ from ..ir import Program
 from ..ir.nodes import CLASSES
 from .attributes import closest, no_attribute, public_attributes
 from .report import Problem
+from .sources import Source
 from .typing_ir import attribute_types, items_of, narrowed
 
-__all__ = [
-    "ENTRY_CONTEXT",
-    "Library",
-    "Placement",
-    "Source",
-    "Walk",
-    "own_nodes",
-]
+__all__ = ["ENTRY_CONTEXT", "Placement", "Walk", "own_nodes"]
 
 #: what a render passes the entry template (``module.py.j2``): the names
 #: and their types (``Templates.render`` passes exactly these)
@@ -54,93 +45,6 @@ ENTRY_CONTEXT: Mapping[str, frozenset[Any]] = {
 _CHECKED = frozenset(CLASSES.values()) | {BlockText}
 #: names Jinja binds in frames of its own
 _FRAME_NAMES = frozenset({"self", "super", "varargs", "kwargs", "caller"})
-
-
-@dataclasses.dataclass
-class Source:
-    """One template: the name it is loaded by, its file, its AST."""
-
-    name: str
-    filename: str
-    ast: nodes.Template
-    user: bool
-    text: str
-
-    def __post_init__(self) -> None:
-        self.blocks: dict[str, nodes.Block] = {}
-        self.enclosing: dict[str, str | None] = {}
-        self.top: list[nodes.Block] = []
-        self._index(self.ast, None)
-        found = next(iter(self.ast.find_all(nodes.Extends)), None)
-        self.extends: str | None = None
-        self.extends_line = 0
-        if found is not None and isinstance(found.template, nodes.Const):
-            self.extends = str(found.template.value)
-            self.extends_line = found.lineno
-
-    @functools.cached_property
-    def undeclared(self) -> frozenset[str] | None:
-        """The names Jinja looks up in the context (``jinja2.meta``); None
-        where Jinja cannot say (a template its compiler refuses)."""
-        try:
-            return frozenset(jinja2.meta.find_undeclared_variables(self.ast))
-        except jinja2.TemplateError:
-            return None
-
-    def _index(self, node: nodes.Node, inside: str | None) -> None:
-        for child in node.iter_child_nodes():
-            if isinstance(child, nodes.Block):
-                self.blocks.setdefault(child.name, child)
-                self.enclosing.setdefault(child.name, inside)
-                if inside is None:
-                    self.top.append(child)
-                self._index(child, child.name)
-            else:
-                self._index(child, inside)
-
-
-class Library:
-    """Templates loaded by name through ``env``'s loader, each parsed once;
-    a file under one of ``user_dirs`` is the user's."""
-
-    def __init__(self, env: jinja2.Environment, user_dirs: Sequence[str]) -> None:
-        self.env = env
-        self.user_dirs = [os.path.realpath(d) for d in user_dirs]
-        self._sources: dict[str, Source] = {}
-        self._names: list[str] | None = None
-
-    def load(self, name: str) -> Source:
-        """The template ``name`` (``TemplateNotFound``, ``TemplateSyntaxError``)."""
-        if name not in self._sources:
-            text, filename, _ = self.env.loader.get_source(self.env, name)  # type: ignore[union-attr]
-            filename = filename or name
-            ast = self.env.parse(text, name, filename)
-            real = os.path.realpath(filename)
-            user = any(real.startswith(d + os.sep) for d in self.user_dirs)
-            self._sources[name] = Source(name, filename, ast, user, text)
-        return self._sources[name]
-
-    def names(self) -> list[str]:
-        """Every template name the loader knows."""
-        if self._names is None:
-            self._names = [n for n in self.env.list_templates() if n.endswith(".j2")]
-        return self._names
-
-    def chain(self, name: str) -> list[Source]:
-        """``name`` and the templates it extends, most derived first; stops
-        where a name is missing or a file extends itself."""
-        chain = [self.load(name)]
-        seen = {chain[0].filename}
-        while chain[-1].extends is not None:
-            try:
-                parent = self.load(chain[-1].extends)
-            except jinja2.TemplateError:
-                break
-            if parent.filename in seen:
-                break
-            seen.add(parent.filename)
-            chain.append(parent)
-        return chain
 
 
 @dataclasses.dataclass
@@ -184,12 +88,17 @@ class Walk:
         env: jinja2.Environment,
         problems: list[Problem] | None = None,
         label: str = "",
+        lenient: frozenset[str] | None = None,
     ) -> None:
         self.chain = chain
         self.context = dict(context)
         self.env = env
         self.globals = frozenset(env.globals)
         self.problems = problems
+        #: where the project's own filters and globals are not known (the
+        #: command line): the names stitchgen's templates bind; a filter or
+        #: a name not close to one of stitchgen's is taken for the project's
+        self.lenient = lenient
         self.label = label or chain[0].name
         self.placements: dict[str, Placement] = {}
         self.includes: list[tuple[str, dict[str, frozenset[Any] | None]]] = []
@@ -281,7 +190,7 @@ class Walk:
             self._body(node.body, ctx, inner, src)
         elif isinstance(node, nodes.With):
             inner = dict(local)
-            for target, value in zip(node.targets, node.values):
+            for target, value in zip(node.targets, node.values, strict=False):
                 self._expr(value, ctx, local, src)
                 self._bind(target, self._type(value, ctx, local), inner)
             self._body(node.body, ctx, inner, src)
@@ -295,11 +204,11 @@ class Walk:
         elif isinstance(node, nodes.Extends):
             pass
         else:
-            for child in node.iter_child_nodes():
-                if isinstance(child, nodes.Stmt):
-                    self._stmt(child, ctx, local, src)
-                elif isinstance(child, nodes.Expr):
-                    self._expr(child, ctx, local, src)
+            for inner_node in node.iter_child_nodes():
+                if isinstance(inner_node, nodes.Stmt):
+                    self._stmt(inner_node, ctx, local, src)
+                elif isinstance(inner_node, nodes.Expr):
+                    self._expr(inner_node, ctx, local, src)
 
     def _if(self, node: nodes.If, ctx: dict[str, Any], local: dict[str, Any],
             src: Source) -> None:  # fmt: skip
@@ -317,7 +226,7 @@ class Walk:
                 if name not in local:
                     local[name] = types
 
-    def _narrow(self, test: nodes.Expr, ctx: dict[str, Any],
+    def _narrow(self, test: nodes.Node, ctx: dict[str, Any],
                 local: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:  # fmt: skip
         """What ``test`` tells of a name's classes: (if true, if false)."""
         yes, no = dict(local), dict(local)
@@ -346,6 +255,7 @@ class Walk:
         if isinstance(subject, nodes.Name) and keep is not None:
             types = self._type(subject, ctx, local)
             if types is not None:
+
                 def refuse(cls: type) -> bool:
                     return not keep(cls)
 
@@ -381,8 +291,9 @@ class Walk:
             elif isinstance(node, nodes.Getattr):
                 self._attribute(node, ctx, local, src)
             elif isinstance(node, nodes.Filter) and node.name not in self.env.filters:
-                self._report(src, node.lineno, f"no filter named {node.name!r}"
-                             + _hint(node.name, self.env.filters))  # fmt: skip
+                hint = _hint(node.name, self.env.filters)
+                if self.lenient is None or hint:
+                    self._report(src, node.lineno, f"no filter named {node.name!r}{hint}")
             elif isinstance(node, nodes.Test) and node.name not in self.env.tests:
                 self._report(src, node.lineno, f"no test named {node.name!r}"
                              + _hint(node.name, self.env.tests))  # fmt: skip
@@ -392,8 +303,11 @@ class Walk:
         name = node.name
         if name in local or name in ctx or name in self.globals or name in _FRAME_NAMES:
             return
-        if src.undeclared is not None and name not in src.undeclared:  # Jinja binds it (its own frames)
-            return
+        if src.undeclared is not None and name not in src.undeclared:
+            return  # Jinja binds it in a frame of its own
+        lenient = self.lenient
+        if lenient is not None and name not in lenient and not closest(name, lenient):
+            return  # perhaps a global of the project's, which the command line does not know
         where = f"block {self._where[-1]!r}" if self._where else self.label
         seen = sorted(n for n in {**ctx, **local} if n not in self.globals)
         self._report(

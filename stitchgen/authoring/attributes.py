@@ -13,7 +13,7 @@ from collections.abc import Iterable
 __all__ = ["closest", "no_attribute", "public_attributes"]
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def public_attributes(cls: type) -> frozenset[str]:
     """What a template can read on an instance of ``cls``: its dataclass
     fields, properties, methods and class variables, less the names with a

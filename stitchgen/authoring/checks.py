@@ -31,10 +31,11 @@ from typing import Any
 import jinja2
 from jinja2 import nodes
 
-from .analysis import ENTRY_CONTEXT, Library, Source, Walk
+from .analysis import ENTRY_CONTEXT, Walk
 from .attributes import closest
 from .lock import stale
 from .report import Problem, TemplateReport
+from .sources import Library, Source
 
 __all__ = [
     "ENTRIES",
@@ -63,19 +64,22 @@ class Layout:
 
 
 def layouts(
-    library: Library, variant: str | None, problems: list[Problem] | None = None
+    library: Library,
+    variant: str | None,
+    problems: list[Problem] | None = None,
+    lenient: frozenset[str] | None = None,
 ) -> Layout:
     """Walk the effective ``module.py.j2`` from the render's context, then
     ``function.py.j2`` from the scope where the module includes it (the
     shipped module's, where the effective one does not include it)."""
     env = library.env
     context = {**ENTRY_CONTEXT, **{name: None for name in env.globals}}
-    module = Walk(library.chain(ENTRIES[0]), context, env, problems).run()
+    module = Walk(library.chain(ENTRIES[0]), context, env, problems, lenient=lenient).run()
     scope = _included(module, ENTRIES[1])
     if scope is None:
         shipped = Walk(library.chain(shipped_name(ENTRIES[0], variant)), context, env).run()
         scope = _included(shipped, ENTRIES[1]) or dict(context)
-    function = Walk(library.chain(ENTRIES[1]), scope, env, problems).run()
+    function = Walk(library.chain(ENTRIES[1]), scope, env, problems, lenient=lenient).run()
     walks = {ENTRIES[0]: module, ENTRIES[1]: function}
     for walk in (module, function):  # other templates of the user's that they include
         for name, inner in walk.includes:
@@ -86,7 +90,7 @@ def layouts(
             except jinja2.TemplateError:
                 continue  # reported by check_sources
             if chain[0].user:
-                walks[name] = Walk(chain, inner, env, problems).run()
+                walks[name] = Walk(chain, inner, env, problems, lenient=lenient).run()
     return Layout(walks)
 
 
@@ -107,7 +111,8 @@ def user_sources(library: Library, problems: list[Problem]) -> list[Source]:
         try:
             source = library.load(name)
         except jinja2.TemplateSyntaxError as exc:
-            problems.append(Problem(exc.filename or name, exc.lineno, f"TemplateSyntaxError: {exc.message}"))
+            message = f"TemplateSyntaxError: {exc.message}"
+            problems.append(Problem(exc.filename or name, exc.lineno, message))
             continue
         if not source.user:
             continue
@@ -138,6 +143,7 @@ def user_sources(library: Library, problems: list[Problem]) -> list[Source]:
 def _references(source: Source) -> list[tuple[str, int]]:
     """The template names ``source`` extends, includes or imports (constants only)."""
     refs = []
+    node: Any
     for node in source.ast.find_all((nodes.Extends, nodes.Include, nodes.Import, nodes.FromImport)):
         if isinstance(node, nodes.Include) and node.ignore_missing:
             continue
@@ -153,7 +159,11 @@ def _missing(name: str, library: Library) -> str:
 
 
 def check_sources(
-    library: Library, variant: str | None, sources: Sequence[Source], problems: list[Problem]
+    library: Library,
+    variant: str | None,
+    sources: Sequence[Source],
+    problems: list[Problem],
+    lenient: frozenset[str] | None = None,
 ) -> None:
     """Each top-level block of the user's ``sources`` that its base chain
     does not render, then the names and attributes of every block (a walk
@@ -161,7 +171,7 @@ def check_sources(
     for source in sources:
         if source.extends is not None:
             _unknown_blocks(library, variant, source, problems)
-    layouts(library, variant, problems)
+    layouts(library, variant, problems, lenient)
 
 
 def _unknown_blocks(
@@ -214,14 +224,22 @@ def _elsewhere(library: Library, variant: str | None, source: Source, name: str)
 
 
 def check_templates(
-    env: jinja2.Environment, dirs: Sequence[str], variant: str | None
+    env: jinja2.Environment, dirs: Sequence[str], variant: str | None, *, known: bool = True
 ) -> TemplateReport:
     """Every check of the templates in ``dirs`` (rendered through ``env``,
     with ``variant``): the problems, and the stale overrides where a
-    directory has a lock."""
+    directory has a lock. ``known=False`` where the project's own filters
+    and globals are not in ``env`` (the command line): a filter or name
+    that is not close to one of stitchgen's is then taken for the project's."""
     library = Library(env, dirs)
     problems: list[Problem] = []
     sources = user_sources(library, problems)
+    lenient = None
+    if not known:
+        shipped = Library(env, ())
+        walks = layouts(shipped, variant).walks.values()
+        lenient = frozenset(n for w in walks for p in w.placements.values() for n in p.scope)
+        lenient -= frozenset(env.globals)
     if not problems:  # the rest reads templates that must load and parse
-        check_sources(library, variant, sources, problems)
+        check_sources(library, variant, sources, problems, lenient)
     return TemplateReport(problems, stale(library, dirs))

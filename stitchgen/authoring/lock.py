@@ -28,8 +28,8 @@ import jinja2
 
 from ..errors import StaleTemplateWarning, TemplateError
 from ..version import __version__
-from .analysis import Library, Source
 from .report import LOCK
+from .sources import Library, Source
 
 __all__ = ["LOCK", "LOCK_HEADER", "Stale", "block_texts", "locked_blocks", "stale", "warn_stale",
            "write_lock"]  # fmt: skip
@@ -83,7 +83,7 @@ class Stale:
     now: str | None  # None: the shipped template has no such block any more
 
     def describe(self) -> str:
-        """``DIR/function.py.j2: block 'x' overrides stitchgen/function.py.j2's, which changed ...``"""
+        """``DIR/function.py.j2: block 'x' overrides stitchgen/function.py.j2's, which ...``"""
         where = os.path.join(self.directory, self.locked.file)
         what = "which changed" if self.now is not None else "which is gone"
         return (

@@ -52,7 +52,7 @@ def _from_hint(hint: Any) -> frozenset[Any] | None:
     return None
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _hints(cls: type) -> dict[str, Any]:
     try:
         return typing.get_type_hints(cls)
@@ -60,7 +60,7 @@ def _hints(cls: type) -> dict[str, Any]:
         return {}
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _attribute(cls: type, attr: str) -> frozenset[Any] | None:
     hints = _hints(cls)
     if attr in hints:
