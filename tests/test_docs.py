@@ -4,10 +4,15 @@ of the package is searched (discovered, not listed)."""
 import doctest
 import importlib
 import pkgutil
+import re
+from pathlib import Path
 
 import pytest
 
 import stitchgen
+from stitchgen import Templates
+from stitchgen.authoring.catalogue import catalogue, markdown
+from stitchgen.authoring.sources import Library
 
 MODULES = sorted(
     ["stitchgen"] + [m.name for m in pkgutil.walk_packages(stitchgen.__path__, prefix="stitchgen.")]
@@ -29,3 +34,19 @@ def test_discovery_finds_the_examples():
         for name in ("stitchgen", "stitchgen.compat", "stitchgen.artifact", "stitchgen.pipeline")
     }
     assert all(attempted.values()), attempted
+
+
+def test_the_block_tables_of_the_docs_are_the_catalogue():
+    """docs/templates.md's generated tables are `stitchgen templates blocks
+    --markdown` for the built-ins, and each hand-written block table lists
+    exactly the blocks the catalogue finds for its file."""
+    docs = (Path(__file__).resolve().parents[1] / "docs" / "templates.md").read_text()
+    entries = catalogue(Library(Templates().environment, ()), None)
+    begin = "<!-- stitchgen templates blocks --markdown: begin -->\n"
+    end = "\n<!-- stitchgen templates blocks --markdown: end -->"
+    generated = docs.split(begin, 1)[1].split(end, 1)[0]
+    assert generated == markdown(entries).rstrip("\n"), "run: stitchgen templates blocks --markdown"
+    for file in ("module.py.j2", "function.py.j2"):
+        section = docs.split(f"### `{file}`", 1)[1].split("\n#", 1)[0]
+        listed = re.findall(r"^\| `(\w+)` \|", section, re.MULTILINE)
+        assert listed == [e.block for e in entries if e.file == file], file
