@@ -6,7 +6,9 @@ import pytest
 
 from stitchgen.cli import main
 
-TYPO = '{% extends "stitchgen/function.py.j2" %}\n{% block befor_call %}\n    pass\n{% endblock %}\n'
+TYPO = (
+    '{% extends "stitchgen/function.py.j2" %}\n{% block befor_call %}\n    pass\n{% endblock %}\n'
+)
 HEADER = (
     '{% extends "stitchgen/module.py.j2" %}\n{% block header %}\n# mine\n{{ super() -}}\n'
     "{% endblock %}\n"

@@ -261,7 +261,9 @@ def test_no_false_alarm_for_the_downstream_example_with_its_filter_and_globals(t
     def label(name):
         return Code(literal_source(f"piece:{name}"))
 
-    templates = Templates("tests/downstream", filters={"label": label}, reserve=["downstream_hooks"])
+    templates = Templates(
+        "tests/downstream", filters={"label": label}, reserve=["downstream_hooks"]
+    )
     assert templates.check().problems == []
     files = _function("{% block prologue %}\n    # {{ project | literal }}\n{% endblock %}\n")
     assert _problems(tmp_path, files, globals={"project": "acme"}) == []

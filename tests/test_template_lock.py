@@ -42,7 +42,9 @@ def upgraded(tmp_path, monkeypatch):
     path = copy / "function.py.j2"
     text = path.read_text()
     assert "{% block call scoped %}\n" in text
-    path.write_text(text.replace("{% block call scoped %}\n", "{% block call scoped %}\n{#- new #}\n"))
+    path.write_text(
+        text.replace("{% block call scoped %}\n", "{% block call scoped %}\n{#- new #}\n")
+    )
     monkeypatch.setattr(rendering, "templates_dir", lambda: copy)
     return copy
 
@@ -64,9 +66,7 @@ def _lock_with_shipped(project):
         assert main(["templates", "lock", str(project)]) == 0
 
 
-def test_after_an_upgrade_check_names_only_the_changed_block_with_a_diff(
-    project, upgraded, capsys
-):
+def test_after_an_upgrade_check_names_only_the_changed_block_with_a_diff(project, upgraded, capsys):
     _lock_with_shipped(project)
     capsys.readouterr()
     assert main(["templates", "check", str(project)]) == 1
