@@ -285,8 +285,22 @@ class Templates:
         return check_templates(self.environment, self.dirs, self.variant, known=known)
 
     def _ensure_checked(self, stamp: tuple[Any, ...]) -> None:
+        """Run the checks once per object and state of your files; a process
+        after the first skips them where the template cache records that they
+        passed on the very same files (yours, the shipped ones), versions,
+        filters, globals and variant."""
         if self._checked == stamp:
             return
+        cache = self.environment.bytecode_cache
+        key = None
+        if cache is not None:
+            files = [Path(path) for path, _ in stamp]
+            files += sorted(templates_dir().rglob("*.j2"))
+            options = f"variant {self.variant}; globals {sorted(self.environment.globals)}"
+            key = cache.checks_key(files, options)
+            if cache.checked(key):
+                self._checked = stamp
+                return
         report = self.check()
         if report.problems:
             first = report.problems[0]  # the message starts with its file:line
@@ -297,6 +311,8 @@ class Templates:
             from .authoring.lock import warn_stale
 
             warn_stale(report.stale)
+        elif key is not None:
+            cache.mark_checked(key)
         self._checked = stamp
 
     def _render_templates(self, program: Program) -> str:

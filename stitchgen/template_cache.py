@@ -17,8 +17,10 @@ is loaded and run, so it is kept as an artifact store is kept (SECURITY.md):
   ``os.replace``) with the SHA-256 of its bytes: an entry whose bytes do
   not match, or that Jinja cannot read, is recompiled and rewritten, never
   loaded;
-* stitchgen writes only ``<key>.jbc`` files (and their temporary files)
-  there, and deletes nothing.
+* stitchgen writes only ``<key>.jbc`` files, ``<key>.checked`` files (empty:
+  the checks of :meth:`~stitchgen.rendering.Templates.check` passed on the
+  templates of that key, so a later process skips them) and their temporary
+  files there, and deletes nothing.
 
 A folder that cannot be written is a warning, never a failed render.
 """
@@ -43,6 +45,8 @@ __all__ = ["CACHE_ENV", "TemplateCache", "cache_directory", "open_cache"]
 #: ``STITCHGEN_CACHE_DIR=DIR`` (or ``off``)
 CACHE_ENV = "STITCHGEN_CACHE_DIR"
 _SUFFIX = ".jbc"
+#: a set of templates the checks passed (``stitchgen.authoring.checks``): an empty file
+_CHECKED = ".checked"
 _DIGEST = hashlib.sha256().digest_size
 
 #: folders already refused or unwritable in this process (warned once each)
@@ -106,6 +110,34 @@ class TemplateCache(jinja2.BytecodeCache):
 
     def clear(self) -> None:
         """Nothing: stitchgen deletes nothing in the cache folder."""
+
+    def checks_key(self, files: Iterable[Path], options: str) -> str:
+        """The key of a set of templates as the checks see it: this cache's
+        salt (versions, filters), ``options`` and each file's path and bytes."""
+        digest = hashlib.sha256(f"{self.salt}\0{options}".encode("utf-8", "surrogatepass"))
+        for path in files:
+            digest.update(b"\0" + str(path).encode("utf-8", "surrogatepass") + b"\0")
+            digest.update(path.read_bytes())
+        return digest.hexdigest()
+
+    def checked(self, key: str) -> bool:
+        """Did the checks pass, with nothing to say, on the templates of ``key``?"""
+        return (self.directory / f"{key}{_CHECKED}").is_file()
+
+    def mark_checked(self, key: str) -> None:
+        """Record that the checks passed on the templates of ``key`` (an empty
+        file, written atomically; a folder that cannot be written is a warning)."""
+        target = self.directory / f"{key}{_CHECKED}"
+        try:
+            fd, staging = tempfile.mkstemp(prefix=f".{target.name}-", dir=self.directory)
+            os.close(fd)
+            try:
+                os.replace(staging, target)
+            except BaseException:
+                Path(staging).unlink(missing_ok=True)
+                raise
+        except OSError as exc:
+            _warn(self.directory, f"cannot be written ({exc.strerror or exc})")
 
 
 def open_cache(filters: Iterable[str]) -> TemplateCache | None:

@@ -79,9 +79,11 @@ def layouts(
     if scope is None:
         shipped = Walk(library.chain(shipped_name(ENTRIES[0], variant)), context, env).run()
         scope = _included(shipped, ENTRIES[1]) or dict(context)
-    function = Walk(library.chain(ENTRIES[1]), scope, env, problems, lenient=lenient).run()
-    walks = {ENTRIES[0]: module, ENTRIES[1]: function}
-    for walk in (module, function):  # other templates of the user's that they include
+    walks = {ENTRIES[0]: module}
+    if problems is None or library.is_user(ENTRIES[1]):  # a shipped chain has nothing to check
+        walks[ENTRIES[1]] = Walk(library.chain(ENTRIES[1]), scope, env, problems, lenient=lenient)
+        walks[ENTRIES[1]].run()
+    for walk in list(walks.values()):  # other templates of the user's that they include
         for name, inner in walk.includes:
             if name in walks or name in ENTRIES:
                 continue
@@ -109,6 +111,8 @@ def user_sources(library: Library, problems: list[Problem]) -> list[Source]:
         if name in found:
             continue
         try:
+            if name in ENTRIES and not library.is_user(name):
+                continue  # shipped: not parsed for nothing
             source = library.load(name)
         except jinja2.TemplateSyntaxError as exc:
             message = f"TemplateSyntaxError: {exc.message}"

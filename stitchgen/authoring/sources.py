@@ -76,10 +76,19 @@ class Library:
             text, filename, _ = self.env.loader.get_source(self.env, name)  # type: ignore[union-attr]
             filename = filename or name
             ast = self.env.parse(text, name, filename)
-            real = os.path.realpath(filename)
-            user = any(real.startswith(d + os.sep) for d in self.user_dirs)
-            self._sources[name] = Source(name, filename, ast, user, text)
+            self._sources[name] = Source(name, filename, ast, self._mine(filename), text)
         return self._sources[name]
+
+    def is_user(self, name: str) -> bool:
+        """Does ``name`` resolve to a file of the user's? (Read, not parsed.)"""
+        if name in self._sources:
+            return self._sources[name].user
+        _, filename, _ = self.env.loader.get_source(self.env, name)  # type: ignore[union-attr]
+        return self._mine(filename or name)
+
+    def _mine(self, filename: str) -> bool:
+        real = os.path.realpath(filename)
+        return any(real.startswith(d + os.sep) for d in self.user_dirs)
 
     def names(self) -> list[str]:
         """Every template name the loader knows."""
