@@ -45,6 +45,8 @@ from .variant_emitters import emit, emit_for
 if TYPE_CHECKING:
     import jinja2
 
+    from .template_cache import TemplateCache
+
 __all__ = [
     "ENTRY_TEMPLATE",
     "VARIANTS",
@@ -149,6 +151,7 @@ class Templates:
         self.names = MappingProxyType(dict(names or {}))
         self.reserve = tuple(dict.fromkeys([*reserve, *VARIANT_LOCALS.get(variant or "", ())]))
         self._env: jinja2.Environment | None = None
+        self._cache: TemplateCache | None = None  # opened with the environment
         self._writer: Writer | None = None
         self._lock = threading.Lock()
         self._rendered: OrderedDict[_Key, str] = OrderedDict()
@@ -183,8 +186,10 @@ class Templates:
         from .template_cache import open_cache  # compiled templates kept across processes
 
         filters = {**build_filters(self.writer), **self.filters}
-        cache = open_cache(filters)
-        return build_environment(templates_dir(), self._search(), filters, self.globals, cache)
+        self._cache = open_cache(filters)
+        return build_environment(
+            templates_dir(), self._search(), filters, self.globals, self._cache
+        )
 
     def _search(self) -> list[str]:
         """The directories searched before the built-ins: the user's, then the variant's."""
@@ -291,12 +296,13 @@ class Templates:
         filters, globals and variant."""
         if self._checked == stamp:
             return
-        cache = self.environment.bytecode_cache
+        environment = self.environment
+        cache = self._cache
         key = None
         if cache is not None:
             files = [Path(path) for path, _ in stamp]
             files += sorted(templates_dir().rglob("*.j2"))
-            options = f"variant {self.variant}; globals {sorted(self.environment.globals)}"
+            options = f"variant {self.variant}; globals {sorted(environment.globals)}"
             key = cache.checks_key(files, options)
             if cache.checked(key):
                 self._checked = stamp
@@ -311,7 +317,7 @@ class Templates:
             from .authoring.lock import warn_stale
 
             warn_stale(report.stale)
-        elif key is not None:
+        elif cache is not None and key is not None:
             cache.mark_checked(key)
         self._checked = stamp
 
