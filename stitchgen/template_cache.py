@@ -95,12 +95,16 @@ class TemplateCache(jinja2.BytecodeCache):
 
     def dump_bytecode(self, bucket: jinja2.bccache.Bucket) -> None:
         payload = bucket.bytecode_to_string()
-        target = self._path(bucket)
+        self._write(self._path(bucket), hashlib.sha256(payload).digest() + payload)
+
+    def _write(self, target: Path, data: bytes) -> None:
+        """``data`` into ``target``, atomically (a temporary file of its own,
+        then ``os.replace``); a folder that cannot be written is a warning."""
         try:
             fd, staging = tempfile.mkstemp(prefix=f".{target.name}-", dir=self.directory)
             try:
                 with os.fdopen(fd, "wb") as out:
-                    out.write(hashlib.sha256(payload).digest() + payload)
+                    out.write(data)
                 os.replace(staging, target)
             except BaseException:
                 Path(staging).unlink(missing_ok=True)
@@ -127,17 +131,7 @@ class TemplateCache(jinja2.BytecodeCache):
     def mark_checked(self, key: str) -> None:
         """Record that the checks passed on the templates of ``key`` (an empty
         file, written atomically; a folder that cannot be written is a warning)."""
-        target = self.directory / f"{key}{_CHECKED}"
-        try:
-            fd, staging = tempfile.mkstemp(prefix=f".{target.name}-", dir=self.directory)
-            os.close(fd)
-            try:
-                os.replace(staging, target)
-            except BaseException:
-                Path(staging).unlink(missing_ok=True)
-                raise
-        except OSError as exc:
-            _warn(self.directory, f"cannot be written ({exc.strerror or exc})")
+        self._write(self.directory / f"{key}{_CHECKED}", b"")
 
 
 def open_cache(filters: Iterable[str]) -> TemplateCache | None:

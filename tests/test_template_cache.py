@@ -60,8 +60,10 @@ def test_compiled_templates_are_kept_and_reused(tmp_path, cache, compiles):
     directory = _templates(tmp_path)
     first = _code(directory)
     assert sorted(compiles) == ["acme/module.py.j2", "stitchgen/module.py.j2"]
-    entries = sorted(cache.iterdir())
-    assert len(entries) == 2 and all(p.suffix == ".jbc" for p in entries)
+    entries = sorted(cache.glob("*.jbc"))
+    assert len(entries) == 2
+    # and one record of templates whose checks passed, so a later process skips them
+    assert {p.suffix for p in cache.iterdir()} == {".jbc", ".checked"}
     assert stat.S_IMODE(os.stat(cache).st_mode) == 0o700
     compiles.clear()
     assert _code(directory) == first
@@ -79,7 +81,7 @@ def test_an_edited_template_is_compiled_again(tmp_path, cache, compiles):
 def test_a_corrupt_entry_is_compiled_again_and_rewritten(tmp_path, cache, compiles):
     directory = _templates(tmp_path)
     first = _code(directory)
-    for entry in cache.iterdir():
+    for entry in cache.glob("*.jbc"):
         data = bytearray(entry.read_bytes())
         data[-5] ^= 0xFF  # one flipped byte in the compiled code
         entry.write_bytes(bytes(data))
@@ -101,7 +103,8 @@ def test_a_folder_other_users_can_write_is_refused(tmp_path, cache, compiles):
 
 def test_a_named_folder_keeps_the_users_own_files(tmp_path, cache, compiles):
     """STITCHGEN_CACHE_DIR may name a folder of the user's: stitchgen only adds
-    its own ``<key>.jbc`` entries there, in ``templates/``."""
+    its own ``<key>.jbc`` entries (and ``<key>.checked`` records) there, in
+    ``templates/``."""
     cache.mkdir(parents=True, mode=0o700)
     (cache.parent / "notes.txt").write_text("mine\n")
     (cache / "module.py.j2").write_text("{# the user's template #}\n")
@@ -110,7 +113,8 @@ def test_a_named_folder_keeps_the_users_own_files(tmp_path, cache, compiles):
     _code(_templates(tmp_path, header="# acme, edited"))  # entries rewritten, not others
     after = {p: p.read_bytes() for p in cache.parent.rglob("*") if p.is_file()}
     assert {p: after[p] for p in before} == before
-    assert all(p.suffix == ".jbc" and p.parent == cache for p in set(after) - set(before))
+    added = set(after) - set(before)
+    assert all(p.suffix in (".jbc", ".checked") and p.parent == cache for p in added)
 
 
 def test_off_keeps_nothing_on_disk(tmp_path, monkeypatch, compiles):

@@ -272,3 +272,27 @@ def test_no_false_alarm_for_the_downstream_example_with_its_filter_and_globals(t
 def test_no_false_alarm_for_the_shipped_templates():
     for variant in (None, "profiled", "vllm"):
         assert Templates(variant=variant).check().clean
+
+
+def test_a_later_process_skips_checks_that_passed_on_the_same_files(tmp_path, monkeypatch):
+    """The template cache records templates whose checks passed (a new
+    ``Templates`` stands for a new process); a problem is never recorded,
+    and a changed file is checked again."""
+    import stitchgen.authoring.checks as checks
+
+    monkeypatch.setenv("STITCHGEN_CACHE_DIR", str(tmp_path / "cache"))
+    calls = []
+    real = checks.check_templates
+    monkeypatch.setattr(checks, "check_templates", lambda *a, **k: calls.append(1) or real(*a, **k))
+    mine = _write(tmp_path / "mine", _function("{% block prologue %}\n    pass\n{% endblock %}\n"))
+    gm = fx.symbolic_trace(lambda x: x + 1)
+    stitchgen.generate(gm, templates=Templates(mine))
+    stitchgen.generate(gm, templates=Templates(mine))
+    assert len(calls) == 1
+    (mine / "function.py.j2").write_text(
+        '{% extends "stitchgen/function.py.j2" %}\n{% block prologe %}{% endblock %}\n'
+    )
+    for _ in range(2):
+        with pytest.raises(TemplateError, match="'prologe'"):
+            stitchgen.generate(gm, templates=Templates(mine))
+    assert len(calls) == 3
