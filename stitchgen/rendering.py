@@ -34,7 +34,6 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
-from .authoring.report import LOCK, TemplateReport
 from .conventions import CLOSURE, VLLM, Convention, name_formats
 from .errors import TemplateDirError, TemplateError
 from .expressions import Writer
@@ -45,6 +44,7 @@ from .variant_emitters import emit, emit_for
 if TYPE_CHECKING:
     import jinja2
 
+    from .authoring.report import TemplateReport
     from .template_cache import TemplateCache
 
 __all__ = [
@@ -283,10 +283,12 @@ class Templates:
         Python passes are not known there, so a filter or name that is not
         close to one of stitchgen's is taken for one of yours.
         """
+        from .authoring.report import LOCK, TemplateReport  # off the shipped path
+
+        if self.builtin_in_effect and not any(os.path.lexists(Path(d, LOCK)) for d in self.dirs):
+            return TemplateReport([], [])
         from .authoring.checks import check_templates  # Jinja: only for templates of yours
 
-        if self.builtin_in_effect and not any(map(_has_lock, self.dirs)):
-            return TemplateReport([], [])
         return check_templates(self.environment, self.dirs, self.variant, known=known)
 
     def _ensure_checked(self, stamp: tuple[Any, ...]) -> None:
@@ -303,8 +305,11 @@ class Templates:
             files = [Path(path) for path, _ in stamp]
             files += sorted(templates_dir().rglob("*.j2"))
             options = f"variant {self.variant}; globals {sorted(environment.globals)}"
-            key = cache.checks_key(files, options)
-            if cache.checked(key):
+            try:
+                key = cache.checks_key(files, options)
+            except OSError:  # a file gone since the stamp: checked in this process
+                key = None
+            if key is not None and cache.checked(key):
                 self._checked = stamp
                 return
         report = self.check()
@@ -360,10 +365,6 @@ class Templates:
                 if path.is_file():
                     stamp.append((str(path), path.stat().st_mtime_ns))
         return tuple(stamp)
-
-
-def _has_lock(directory: str) -> bool:
-    return os.path.lexists(os.path.join(directory, LOCK))
 
 
 def _filter_names() -> frozenset[str]:

@@ -108,6 +108,14 @@ FORBIDDEN = {
         "stitchgen.pipeline",
     },
     "stitchgen.lowering": {"stitchgen.rendering", "stitchgen.loading", "stitchgen.pipeline"},
+    # the template checks read templates and the IR; rendering calls them
+    "stitchgen.authoring.checks": {
+        "stitchgen.rendering",
+        "stitchgen.pipeline",
+        "stitchgen.lowering",
+        "stitchgen.loading",
+    },
+    "stitchgen.authoring.catalogue": {"stitchgen.rendering", "stitchgen.pipeline"},
 }
 
 
