@@ -6,6 +6,9 @@ import tempfile
 import pytest
 import torch
 
+# pytest's own fixture for running pytest (tests/test_pytest_plugin.py)
+pytest_plugins = ["pytester"]
+
 # every pass's output is checked by ir.verify throughout the suite
 os.environ.setdefault("STITCHGEN_VERIFY", "1")
 # compiled templates go to a folder of the suite's own, not the user's cache

@@ -20,7 +20,8 @@ stitchgen supports (the files are byte-identical on each); a mismatch — or
 a torch outside that range — is reported as such (regenerate, or install
 those versions), not as drift.
 
-``update`` replaces or removes only what it wrote itself. ``DIR/FILES``
+``update`` replaces or removes only what it wrote itself, and writes so
+that a run stopped at any moment leaves every file whole (``writing.py``). ``DIR/FILES``
 records the golden files it wrote; a stale file (one whose case is gone) is
 removed only if that record lists it, and a file at a case's path that the
 record does not list is replaced only if it already holds exactly the
@@ -46,8 +47,9 @@ from .cases import (
     load_registry,
     selected,
 )
-from .files import RECORD, RECORD_HEADER, VERSIONS, kind, read_versions, stale, state, written
+from .files import RECORD, VERSIONS, kind, read_versions, stale, state, written
 from .version_record import environment, holds, versions
+from .writing import apply
 
 __all__ = [
     "RECORD",
@@ -55,14 +57,17 @@ __all__ = [
     "VERSIONS",
     "Entry",
     "check",
+    "compare",
     "entries",
     "entries_from_cases",
+    "finish",
     "find_root",
     "load_cases",
     "load_registry",
     "selected",
     "update",
     "versions",
+    "write_case",
     "written",
 ]
 
@@ -94,29 +99,41 @@ def check(
     problems: list[str] = []
     recorded_files = written(directory)
     for entry in selected(all_entries, only):
-        path = entry.path(root)
-        actual = entry.code()
-        status, expected = state(path, actual, entry.key in recorded_files)
-        if status == "missing":
-            problems.append(f"{path}: missing (run `{regen} -k {entry.key}`)")
-        elif status == "foreign":
-            problems.append(
-                f"{path}: not a golden file stitchgen wrote ({kind(path)}, not in "
-                f"{directory / RECORD}); `{regen}` will not replace it: move it or rename "
-                "the case"
-            )
-        elif status == "drift":
-            diff = difflib.unified_diff(
-                expected.splitlines(True),
-                actual.splitlines(True),
-                f"{directory.name}/{entry.key}.py",
-                f"generated ({entry.key})",
-            )
-            problems.append("".join(diff) + f"\nto accept: {regen} -k {entry.key}")
+        found = compare(directory, entry.key, entry.code(), recorded_files, f"{regen} -k {entry.key}")
+        if found:
+            problems.append(found)
     if not only:
         for path in stale(directory, recorded_files, all_entries):
             problems.append(f"{path}: no case of that name (stale; `{regen}` removes it)")
     return problems
+
+
+def compare(
+    directory: Path, key: str, code: str, recorded: set[str], regen: str
+) -> str | None:
+    """What is wrong with ``directory``'s golden file for ``key`` against
+    the generated ``code`` (``recorded``: the keys its record lists), with
+    ``regen``, the command that accepts it; None where they match. The one
+    judgment the command and the pytest plugin share."""
+    path = directory / f"{key}.py"
+    status, expected = state(path, code, key in recorded)
+    if status == "missing":
+        return f"{path}: missing (run `{regen}`)"
+    if status == "foreign":
+        return (
+            f"{path}: not a golden file stitchgen wrote ({kind(path)}, not in "
+            f"{directory / RECORD}); `{regen}` will not replace it: move it or rename "
+            "the case"
+        )
+    if status == "drift":
+        diff = difflib.unified_diff(
+            expected.splitlines(True),
+            code.splitlines(True),
+            f"{directory.name}/{key}.py",
+            f"generated ({key})",
+        )
+        return "".join(diff) + f"\nto accept: {regen}"
+    return None
 
 
 def _indented(text: str) -> str:
@@ -156,20 +173,41 @@ def update(
             "those cases, or choose another --dir"
         )
     gone = stale(directory, recorded, all_entries) if not only else []
-    changed = []
-    for key, (path, code) in writes.items():
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(code, encoding="utf-8")
-        recorded.add(key)
-        changed.append(key)
-    for path in gone:
-        key = path.relative_to(directory).with_suffix("").as_posix()
-        path.unlink()
-        recorded.discard(key)
-        changed.append(f"{key} (removed)")
-    directory.mkdir(parents=True, exist_ok=True)
-    if not only or not has_versions:
-        (directory / VERSIONS).write_text(versions())
-    present = sorted(key for key in recorded if (directory / f"{key}.py").is_file())
-    (directory / RECORD).write_text("\n".join([RECORD_HEADER, *present]) + "\n")
-    return changed
+    record = versions() if not only or not has_versions else None
+    return apply(directory, writes, gone, recorded, record)
+
+
+def write_case(directory: Path, key: str, code: str) -> bool:
+    """Write ``code`` as ``directory``'s golden file for ``key``, as
+    ``update`` writes one (the record first, atomically, never over a file
+    stitchgen did not write: a :class:`~stitchgen.errors.GoldenError`
+    naming it); was the file changed? ``VERSIONS`` is written where there is
+    none. The pytest plugin's ``--stitchgen-update``."""
+    recorded = written(directory)
+    has_versions = read_versions(directory) is not None
+    path = directory / f"{key}.py"
+    status, _ = state(path, code, key in recorded)
+    if status == "foreign":
+        raise GoldenError(
+            f"{path} ({kind(path)}) is not a golden file stitchgen wrote (not in "
+            f"{directory / RECORD}), and stitchgen replaces only its own: move it or rename the "
+            "golden case"
+        )
+    if status == "same" and key in recorded and has_versions:
+        return False
+    if status == "same":
+        recorded.add(key)  # ours by content: exactly what stitchgen writes
+    writes = {} if status == "same" else {key: (path, code)}
+    return bool(apply(directory, writes, [], recorded, None if has_versions else versions()))
+
+
+def finish(directory: Path, produced: set[str], prune: bool) -> tuple[list[Path], list[str]]:
+    """After an update run that produced the golden files ``produced``: the
+    stale ones (recorded, no longer produced: :func:`stale`, the judgment
+    ``check`` makes), and — where ``prune`` (the run was whole and green) —
+    those removed, with ``VERSIONS`` rewritten."""
+    recorded = written(directory)
+    gone = stale(directory, recorded, produced)
+    if not prune:
+        return gone, []
+    return gone, apply(directory, {}, gone, recorded, versions())

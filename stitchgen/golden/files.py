@@ -15,6 +15,7 @@ __all__ = [
     "RECORD",
     "RECORD_HEADER",
     "VERSIONS",
+    "is_key",
     "kind",
     "read_versions",
     "stale",
@@ -64,10 +65,10 @@ def written(directory: Path) -> set[str]:
     keys: ``case`` or ``set/case``); empty where it keeps no record yet."""
     text = _owned_text(directory / RECORD, lambda t: t.startswith(RECORD_HEADER), "a record")
     lines = (text or "").splitlines()[1:]
-    return {key for key in (line.strip() for line in lines) if _is_key(key)}
+    return {key for key in (line.strip() for line in lines) if is_key(key)}
 
 
-def _is_key(key: str) -> bool:
+def is_key(key: str) -> bool:
     """A relative path inside the directory, as ``update`` writes them."""
     parts = key.split("/")
     return bool(key) and all(p and not p.startswith(".") and "\\" not in p for p in parts)
