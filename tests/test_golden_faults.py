@@ -10,7 +10,6 @@ import shutil
 import signal
 import subprocess
 import sys
-import textwrap
 import time
 
 import pytest
@@ -25,7 +24,9 @@ import os
 import torch.fx as fx
 
 N = int(os.environ.get("GOLDEN_N", "1"))
-CASES = {{f"case_{{i:02d}}": (lambda i=i: fx.symbolic_trace(lambda x: x + i * N)) for i in range({count})}}
+CASES = {{
+    f"case_{{i:02d}}": (lambda i=i: fx.symbolic_trace(lambda x: x + i * N)) for i in range({count})
+}}
 if N > 1:  # the new version: one case gone, one new
     CASES.pop("case_00")
     CASES["case_new"] = lambda: fx.symbolic_trace(lambda x: x - 1)
@@ -47,8 +48,6 @@ def project(tmp_path, monkeypatch):
 
 
 def _entries(root):
-    import sys
-
     sys.modules.pop("cases", None)
     return entries_from_cases(load_cases(str(root / "cases.py")), root / "golden")
 
