@@ -182,3 +182,23 @@ def test_no_module_is_over_450_lines():
         if (lines := len(_source(name).read_text().splitlines())) > 450
     }
     assert not long, f"modules over 450 lines: {long}"
+
+
+def test_stitchgen_never_imports_pytest_but_its_plugin():
+    """The pytest plugin is pytest's to load (entry point pytest11); no other
+    module of the package imports pytest."""
+    for name in MODULES:
+        if name == "stitchgen.pytest_plugin":
+            continue
+        tree = ast.parse(_source(name).read_text())
+        imported = {
+            alias.name.split(".")[0]
+            for node in ast.walk(tree)
+            if isinstance(node, ast.Import)
+            for alias in node.names
+        } | {
+            (node.module or "").split(".")[0]
+            for node in ast.walk(tree)
+            if isinstance(node, ast.ImportFrom) and not node.level
+        }
+        assert "pytest" not in imported, name

@@ -29,7 +29,9 @@ generated code (it is then recorded), else the whole update is refused,
 naming it, before anything is written. ``VERSIONS`` and ``FILES`` are
 replaced only when they are stitchgen's own (their first line says so).
 Every error about the cases or the directory is a
-:class:`~stitchgen.errors.GoldenError`.
+:class:`~stitchgen.errors.GoldenError`. The pytest plugin
+(:mod:`stitchgen.pytest_plugin`) reads and writes the same folders through
+:func:`compare`, :func:`write_case` and :func:`finish`.
 """
 
 from __future__ import annotations
