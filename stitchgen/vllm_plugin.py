@@ -16,6 +16,18 @@ above, vLLM's own function behind each, with ``compat``'s parameters. On any
 other vLLM it warns once, naming vLLM's version and what it did not find,
 and leaves vLLM untouched. Loading it again changes nothing.
 
+vLLM's compile cache keeps the code it ran, keyed by what vLLM hashes
+(``vllm.envs.compile_factors()``: every entry of vLLM's table of
+environment variables, ``vllm.envs.environment_variables``). On, the plugin
+adds one entry to that table, :data:`CACHE_FACTOR`, whose value says that
+the plugin is on, stitchgen's version, the template set and a digest of the
+files of ``STITCHGEN_TEMPLATE_DIR``: a cache written with the plugin off,
+by another stitchgen or with other templates is not loaded, and the code is
+generated anew. Off, nothing is added: the key is vLLM's own. A vLLM with no
+such table (none the plugin accepts) gets one warning at load saying what
+to do instead (clear vLLM's cache, or ``VLLM_DISABLE_COMPILE_CACHE=1``
+once).
+
 ``STITCHGEN_TEMPLATE_DIR=DIR`` (with ``STITCHGEN_VLLM=1``): the code vLLM
 runs is written with the templates in ``DIR`` before the ``vllm`` variant's
 (:class:`stitchgen.compat.Codegen`). The directory is checked at load — it
@@ -30,12 +42,15 @@ import functools
 import os
 from typing import Any
 
-__all__ = ["ENABLE", "TARGETS", "TEMPLATE_DIR", "register"]
+__all__ = ["CACHE_FACTOR", "ENABLE", "TARGETS", "TEMPLATE_DIR", "cache_factor", "register"]
 
 #: the switch: "1" on; unset, "" or "0" off
 ENABLE = "STITCHGEN_VLLM"
 #: a template directory for the code vLLM runs
 TEMPLATE_DIR = "STITCHGEN_TEMPLATE_DIR"
+#: the entry the plugin adds to vLLM's table of environment variables (which
+#: vLLM hashes into its compile-cache key) while it is on
+CACHE_FACTOR = "STITCHGEN_VLLM_CODEGEN"
 _ON = ("1",)
 _OFF = ("", "0")
 
@@ -111,15 +126,63 @@ def _enable(logger: Any) -> None:
         return
     directory = os.environ.get(TEMPLATE_DIR) or None
     ours = _replacements(directory)  # a bad directory raises here: vLLM untouched
+    keyed = _key_the_cache(logger, directory)
     for name, names in TARGETS.items():
         for attr in names:
             setattr(modules[name], attr, ours[attr])
     logger.info(
-        "stitchgen %s writes vLLM's stitching code in this process (%s=1%s)",
+        "stitchgen %s writes vLLM's stitching code in this process (%s=1%s%s)",
         __version__,
         ENABLE,
         f", templates from {directory}" if directory else "",
+        f"; vLLM's compile-cache key holds {CACHE_FACTOR}" if keyed else "",
     )
+
+
+def cache_factor(directory: str | None) -> str:
+    """What decides the code the plugin has vLLM run, as one string for
+    vLLM's compile-cache key: the plugin on, stitchgen's version, the
+    template set, and a SHA-256 of the template directory's files (their
+    paths inside it and their bytes; not where it is)."""
+    import hashlib
+    from pathlib import Path
+
+    from .version import __version__
+
+    digest = hashlib.sha256()
+    if directory:
+        root = Path(directory)
+        for path in sorted(p for p in root.rglob("*") if p.is_file()):
+            digest.update(path.relative_to(root).as_posix().encode() + b"\0")
+            digest.update(path.read_bytes() + b"\0")
+    templates = f"vllm + {digest.hexdigest()}" if directory else "vllm"
+    return f"on; stitchgen {__version__}; templates {templates}"
+
+
+def _key_the_cache(logger: Any, directory: str | None) -> bool:
+    """Add :data:`CACHE_FACTOR` to vLLM's table of environment variables,
+    which ``vllm.envs.compile_factors()`` hashes into the compile-cache key;
+    False (and one warning) where this vLLM has no such table."""
+    import importlib
+
+    try:
+        envs = importlib.import_module("vllm.envs")
+    except Exception:  # a vLLM without it: said below
+        envs = None
+    table = getattr(envs, "environment_variables", None)
+    if not isinstance(table, dict) or not callable(getattr(envs, "compile_factors", None)):
+        _warn_once(
+            logger,
+            f"stitchgen: this vLLM has no table of environment variables that its compile-cache "
+            f"key hashes (vllm.envs.environment_variables, compile_factors): a cache written "
+            f"with {ENABLE} off, or with other templates, would be loaded as it is. After "
+            f"turning the plugin on or off, or changing {TEMPLATE_DIR}'s templates, clear "
+            "vLLM's compile cache or run once with VLLM_DISABLE_COMPILE_CACHE=1.",
+        )
+        return False
+    value = cache_factor(directory)
+    table[CACHE_FACTOR] = lambda: value
+    return True
 
 
 @functools.cache

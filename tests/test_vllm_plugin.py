@@ -10,7 +10,7 @@ from importlib.metadata import entry_points
 
 import pytest
 
-from stitchgen import vllm_plugin
+from stitchgen import __version__, vllm_plugin
 
 
 def test_vllm_finds_the_plugin_by_its_entry_point():
@@ -82,3 +82,73 @@ def test_a_vllm_of_another_api_is_warned_about_and_left_untouched(tmp_path):
     [warning] = [line for line in result.stderr.splitlines() if line.startswith("stitchgen ")]
     assert "vLLM 9.9.9 does not have the codegen API" in warning
     assert "vllm.compilation.codegen.compile_execution_fn (no signature) is not" in warning
+
+
+FAKE_API = """\
+def generate_execution_code(split_gm):
+    return "vllm's"
+def generate_execution_code_with_name(split_gm, fn_name, with_submod, consts=None,
+                                      const_index=None):
+    return "vllm's"
+def compile_execution_fn(code, submod_callables, submod_names, consts=None):
+    return "vllm's"
+"""
+FAKE_ENVS = """\
+environment_variables = {"VLLM_SOMETHING": lambda: "1"}
+def compile_factors():
+    return {name: get() for name, get in environment_variables.items()}
+"""
+PRINT_FACTORS = "import vllm.envs\nprint(json.dumps(vllm.envs.compile_factors()))\n"
+
+
+def _fake_vllm(tmp_path, envs=FAKE_ENVS):
+    """A vLLM with the codegen API the plugin accepts, and (``envs``) the
+    table of environment variables its compile-cache key hashes."""
+    package = tmp_path / "vllm"
+    (package / "compilation").mkdir(parents=True)
+    (package / "__init__.py").write_text('__version__ = "0.34.0"\n')
+    (package / "compilation" / "__init__.py").write_text("")
+    (package / "compilation" / "codegen.py").write_text(FAKE_API)
+    for module in ("backends", "caching"):
+        (package / "compilation" / f"{module}.py").write_text(
+            "from vllm.compilation.codegen import compile_execution_fn, generate_execution_code\n"
+        )
+    if envs is not None:
+        (package / "envs.py").write_text(envs)
+    return {"PYTHONPATH": os.pathsep.join([str(tmp_path), *sys.path])}
+
+
+def test_on_the_compile_cache_key_holds_the_plugin_and_its_templates(tmp_path):
+    env = _fake_vllm(tmp_path)
+    off = json.loads(_registered_twice(PRINT_FACTORS, env).stdout)
+    assert off == {"VLLM_SOMETHING": "1"}  # off: vLLM's own key, exactly
+    on = json.loads(_registered_twice(PRINT_FACTORS, {**env, "STITCHGEN_VLLM": "1"}).stdout)
+    assert set(on) == {"VLLM_SOMETHING", vllm_plugin.CACHE_FACTOR}
+    assert on[vllm_plugin.CACHE_FACTOR] == vllm_plugin.cache_factor(None)
+    assert on[vllm_plugin.CACHE_FACTOR].startswith(f"on; stitchgen {__version__}; ")
+
+    templates = tmp_path / "templates"
+    templates.mkdir()
+    (templates / "module.py.j2").write_text(HEADER.format(comment="one"))
+    with_dir = {**env, "STITCHGEN_VLLM": "1", "STITCHGEN_TEMPLATE_DIR": str(templates)}
+    first = json.loads(_registered_twice(PRINT_FACTORS, with_dir).stdout)[vllm_plugin.CACHE_FACTOR]
+    (templates / "module.py.j2").write_text(HEADER.format(comment="two"))
+    second = json.loads(_registered_twice(PRINT_FACTORS, with_dir).stdout)[vllm_plugin.CACHE_FACTOR]
+    assert len({first, second, on[vllm_plugin.CACHE_FACTOR]}) == 3  # a changed header: a new key
+
+
+def test_a_vllm_without_the_table_is_told_what_to_do_instead(tmp_path):
+    env = _fake_vllm(tmp_path, envs=None)
+    result = _registered_twice(
+        "import vllm.compilation.backends as b\nprint(b.generate_execution_code.__module__)\n",
+        {**env, "STITCHGEN_VLLM": "1"},
+    )
+    assert result.stdout.strip() == "stitchgen.compat"  # on all the same
+    [warning] = [line for line in result.stderr.splitlines() if "compile-cache key" in line]
+    assert "VLLM_DISABLE_COMPILE_CACHE=1" in warning and "clear vLLM's compile cache" in warning
+
+
+HEADER = (
+    '{{% extends "stitchgen/variants/vllm/module.py.j2" %}}\n{{% block header %}}\n# {comment}\n'
+    "{{{{ super() -}}}}\n{{% endblock %}}\n"
+)

@@ -8,8 +8,11 @@ JSON line, whose code ran and what the plugin logged.
 
 What reaches ``VllmBackend`` on a machine without a GPU: vLLM's CPU platform
 is left alone (``VLLM_TARGET_DEVICE`` unset), the device config says cpu,
-the backend is ``eager``, and attention is a custom op registered with
-``direct_register_custom_op`` and listed in ``splitting_ops``.
+the backend is ``eager`` (or ``inductor``, ``{"backend": "inductor"}``, with
+vLLM's compile cache as vLLM keeps it by default), and attention is a custom
+op registered with ``direct_register_custom_op`` and listed in
+``splitting_ops``. The report's ``counter`` is vLLM's compilation counter:
+what was compiled, saved and loaded from the cache.
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ import sys
 
 import torch
 from torch import nn
+from vllm.compilation.counter import compilation_counter
 from vllm.compilation.decorators import support_torch_compile
 from vllm.config import (
     CompilationConfig,
@@ -70,12 +74,12 @@ class Model(nn.Module):
         return x * 2
 
 
-def config() -> VllmConfig:
+def config(backend: str = "eager") -> VllmConfig:
     return VllmConfig(
         device_config=DeviceConfig(device="cpu"),
         compilation_config=CompilationConfig(
             mode=CompilationMode.VLLM_COMPILE,
-            backend="eager",
+            backend=backend,
             splitting_ops=["vllm::stitchgen_test_attention"],
             cudagraph_mode=CUDAGraphMode.NONE,
             compile_sizes=[],
@@ -132,6 +136,17 @@ def break_api(how: str) -> None:
         del caching.compile_execution_fn
 
 
+def rotary_embedding_schema() -> None:
+    """The inductor backend's passes name ``torch.ops._C.rotary_embedding``
+    (FixFunctionalizationPass), whose library (``vllm._C``) does not load
+    without CUDA: its schema alone, never called."""
+    torch.library.define(
+        "_C::rotary_embedding",
+        "(Tensor positions, Tensor(a!) query, Tensor(b!)? key, int head_size, "
+        "Tensor cos_sin_cache, bool is_neox) -> ()",
+    )
+
+
 def main(options: dict) -> dict:
     import vllm.compilation.codegen as codegen
     from vllm.config.logging import LoggingConfig
@@ -155,7 +170,10 @@ def main(options: dict) -> dict:
         vllm.plugins.plugins_loaded = False  # as a second process start would find it
         load_general_plugins()
         assert bindings() == after_first
-    cfg = config()
+    backend = options.get("backend", "eager")
+    if backend == "inductor":
+        rotary_embedding_schema()
+    cfg = config(backend)
     torch.manual_seed(options.get("seed", 0))
     with set_current_vllm_config(cfg):
         model = Model(vllm_config=cfg, layers=options["layers"], width=options["width"])
@@ -173,6 +191,8 @@ def main(options: dict) -> dict:
         "before": before,
         "after": bindings(),
         "log": records.lines,
+        # what vLLM compiled, saved and loaded (its compile cache: a warm start loads)
+        "counter": {k: v for k, v in vars(compilation_counter).items() if isinstance(v, int)},
     }
     if options.get("warm_start"):
         report["warm_start"] = warm_start(vllms_own)

@@ -6,74 +6,33 @@ and compiles a small model through vLLM's real ``VllmBackend``.
 
 Skipped where vLLM is not installed (the main suite)."""
 
-import json
-import os
-import subprocess
-import sys
-from pathlib import Path
-
 import pytest
 
 pytest.importorskip("vllm", reason="vLLM is not installed here: `nox -s vllm` runs these")
 
 import torch  # noqa: E402
 from builders import vllm_header  # noqa: E402
+from vllm_runner import OURS, VLLMS, bound_to, ours_ran, run_app  # noqa: E402
 
 import stitchgen  # noqa: E402
 
 pytestmark = pytest.mark.slow  # a fresh vLLM process each
 
-APP = Path(__file__).resolve().parents[1] / "vllm_app.py"
-OURS = "stitchgen.compat"
-VLLMS = "vllm.compilation.codegen"
 MODELS = {
     "2-layers": {"layers": 2, "width": 16, "sizes": [4, 7, 1, 33]},
     "3-layers": {"layers": 3, "width": 8, "sizes": [2, 5, 16]},
 }
 
 
-class Ran:
-    def __init__(self, result, out):
-        self.result = result
-        self.report = json.loads(result.stdout.strip().splitlines()[-1])
-        self.outputs = torch.load(out)
-
-
 def _run(tmp_path, env=None, check=True, **options):
-    """tests/vllm_app.py in a fresh process: no STITCHGEN_* or VLLM_PLUGINS
-    but ``env``, vLLM's caches under ``tmp_path``."""
-    out = tmp_path / f"outputs-{len(list(tmp_path.glob('outputs-*')))}.pt"
-    options = {**MODELS["2-layers"], "out": str(out), **options}
-    child_env = {
-        k: v for k, v in os.environ.items() if not k.startswith(("STITCHGEN_", "VLLM_PLUGINS"))
-    }
-    child_env.update(VLLM_CACHE_ROOT=str(tmp_path / "vllm-cache"), **(env or {}))
-    result = subprocess.run(
-        [sys.executable, str(APP), json.dumps(options)],
-        capture_output=True,
-        text=True,
-        env=child_env,
-        timeout=600,
-    )
-    if not check:
-        return result
-    assert result.returncode == 0, result.stderr[-4000:]
-    return Ran(result, out)
-
-
-def _bound_to(report, module):
-    return set(report["after"].values()) == {module}
-
-
-def _ours_ran(report):
-    return len(report["callers"]) == 1 and report["callers"][0].startswith("<stitchgen:")
+    return run_app(tmp_path, env, check, **{**MODELS["2-layers"], **options})
 
 
 @pytest.mark.parametrize("value", [None, "0"], ids=["unset", "zero"])
 def test_off_the_code_vllm_runs_is_vllms(tmp_path, value):
     ran = _run(tmp_path, {} if value is None else {"STITCHGEN_VLLM": value})
     assert ran.report["callers"] == ["<string>"]  # vLLM's exec of its own code
-    assert _bound_to(ran.report, VLLMS) and ran.report["before"] == ran.report["after"]
+    assert bound_to(ran.report, VLLMS) and ran.report["before"] == ran.report["after"]
     assert ran.report["log"] == []
 
 
@@ -81,7 +40,7 @@ def test_off_the_code_vllm_runs_is_vllms(tmp_path, value):
 def test_on_stitchgens_code_runs_bit_identical_to_vllms(tmp_path, model):
     theirs = _run(tmp_path, **MODELS[model])
     ours = _run(tmp_path, {"STITCHGEN_VLLM": "1"}, **MODELS[model])
-    assert _ours_ran(ours.report) and _bound_to(ours.report, OURS)
+    assert ours_ran(ours.report) and bound_to(ours.report, OURS)
     assert "def execution_fn(" in ours.report["sources"][0]
     assert len(ours.outputs) == len(MODELS[model]["sizes"])
     for mine, vllms in zip(ours.outputs, theirs.outputs, strict=True):
@@ -89,7 +48,7 @@ def test_on_stitchgens_code_runs_bit_identical_to_vllms(tmp_path, model):
         assert torch.equal(mine, vllms)
     assert ours.report["log"] == [
         f"INFO stitchgen {stitchgen.__version__} writes vLLM's stitching code in this "
-        "process (STITCHGEN_VLLM=1)"
+        "process (STITCHGEN_VLLM=1; vLLM's compile-cache key holds STITCHGEN_VLLM_CODEGEN)"
     ]
     # through vLLM's handler and format (its stream: stdout)
     line = next(x for x in ours.result.stdout.splitlines() if "writes vLLM's stitching" in x)
@@ -100,7 +59,7 @@ def test_loading_twice_changes_nothing(tmp_path):
     """vllm_app.py asserts the bindings after the second load are those of
     the first; the plugin logs its line once."""
     ran = _run(tmp_path, {"STITCHGEN_VLLM": "1"}, load_twice=True)
-    assert _ours_ran(ran.report) and _bound_to(ran.report, OURS)
+    assert ours_ran(ran.report) and bound_to(ran.report, OURS)
     assert len(ran.report["log"]) == 1
 
 
@@ -139,7 +98,7 @@ def test_a_vllm_api_the_plugin_does_not_know_is_left_untouched(tmp_path, how, na
 
 def test_an_unknown_value_warns_naming_the_accepted_ones(tmp_path):
     ran = _run(tmp_path, {"STITCHGEN_VLLM": "yes"}, sizes=[3])
-    assert ran.report["callers"] == ["<string>"] and _bound_to(ran.report, VLLMS)
+    assert ran.report["callers"] == ["<string>"] and bound_to(ran.report, VLLMS)
     [warning] = ran.report["log"]
     assert "STITCHGEN_VLLM='yes'" in warning and "STITCHGEN_VLLM=1" in warning
     assert "0 (or leave it unset)" in warning
@@ -151,9 +110,9 @@ def test_a_template_directory_applies_inside_vllm(tmp_path):
     vllm_header(templates, "acme: written for vLLM by acme's templates")
     env = {"STITCHGEN_VLLM": "1", "STITCHGEN_TEMPLATE_DIR": str(templates)}
     ours = _run(tmp_path, env)
-    assert _ours_ran(ours.report)
+    assert ours_ran(ours.report)
     assert "# acme: written for vLLM by acme's templates" in ours.report["sources"][0]
-    assert ours.report["log"][0].endswith(f"templates from {templates})")
+    assert f", templates from {templates};" in ours.report["log"][0]
     theirs = _run(tmp_path)
     for mine, vllms in zip(ours.outputs, theirs.outputs, strict=True):
         assert torch.equal(mine, vllms)
