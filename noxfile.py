@@ -37,9 +37,9 @@ def tests(session: nox.Session, torch: str) -> None:
     session.run("stitchgen", "golden", "--check")
 
 
-#: the vLLM the plugin is proven against, and the torch it pins
-VLLM = "0.34.0"
-VLLM_TORCH = "2.14.0"
+#: the vLLMs the plugin is proven against (the ends of the range it accepts,
+#: which share the codegen API), and the torch each pins
+VLLMS = {"0.34.0": "2.14.0", "0.22.0": "2.11.0"}
 #: the pure-Python packages vLLM's compilation modules import (vLLM itself is
 #: installed without its dependencies: no CUDA kernels, no GPU), at vLLM's
 #: own pins where it has them
@@ -51,18 +51,24 @@ VLLM_NEEDS = [
 ]  # fmt: skip
 
 
+#: what vLLM 0.22's modules import beyond that, at its pins
+VLLM_NEEDS_BY_RELEASE = {"0.22.0": ["gguf>=0.17.0", "openai>=2.0.0", "openai-harmony>=0.0.3"]}
+
+
 @nox.session(python="3.11")
-def vllm(session: nox.Session) -> None:
-    """The vLLM plugin inside the real vLLM 0.34.0, on the CPU: the entry
-    point loaded by vLLM's own load_general_plugins(), the stitching code
-    compiled by vLLM's real VllmBackend (tests/e2e/test_inside_vllm.py)."""
-    session.install(f"torch=={VLLM_TORCH}", env=UNCONSTRAINED)
-    session.install("--no-deps", f"vllm=={VLLM}")
-    session.install(*VLLM_NEEDS)
+@nox.parametrize("vllm", list(VLLMS))
+def vllm(session: nox.Session, vllm: str) -> None:
+    """The vLLM plugin inside the real vLLM (0.34.0, and 0.22.0, the oldest
+    it accepts), on the CPU: the entry point loaded by vLLM's own
+    load_general_plugins(), the stitching code compiled by vLLM's real
+    VllmBackend, warm starts from vLLM's compile cache
+    (tests/e2e/test_inside_vllm.py, tests/e2e/test_vllm_warm_start.py)."""
+    session.install(f"torch=={VLLMS[vllm]}", env=UNCONSTRAINED)
+    session.install("--no-deps", f"vllm=={vllm}")
+    session.install(*VLLM_NEEDS, *VLLM_NEEDS_BY_RELEASE.get(vllm, []))
     session.install("-e", ".[test]")  # the entry point vLLM looks up
-    session.run(
-        "pytest", "tests/test_vllm_plugin.py", "tests/e2e/test_inside_vllm.py", *session.posargs
-    )
+    tests = ["tests/test_vllm_plugin.py", "tests/e2e/test_inside_vllm.py"]
+    session.run("pytest", *tests, "tests/e2e/test_vllm_warm_start.py", *session.posargs)
 
 
 @nox.session

@@ -11,7 +11,7 @@ module. Any other value: a warning naming the accepted ones, nothing
 changed.
 
 Before changing anything the plugin checks that the vLLM it finds has the
-codegen API ``stitchgen.compat`` implements (vLLM 0.34's): every name
+codegen API ``stitchgen.compat`` implements (vLLM 0.22 to 0.34's): every name
 above, vLLM's own function behind each, with ``compat``'s parameters. On any
 other vLLM it warns once, naming vLLM's version and what it did not find,
 and leaves vLLM untouched. Loading it again changes nothing.
@@ -120,7 +120,7 @@ def _enable(logger: Any) -> None:
         _warn_once(
             logger,
             f"stitchgen {__version__}: vLLM {getattr(vllm, '__version__', 'of unknown version')} "
-            "does not have the codegen API stitchgen.compat implements (vLLM 0.34's): "
+            "does not have the codegen API stitchgen.compat implements (vLLM 0.22 to 0.34's): "
             f"{'; '.join(missing)}. vLLM's own codegen stays in use.",
         )
         return

@@ -149,11 +149,15 @@ def rotary_embedding_schema() -> None:
 
 def main(options: dict) -> dict:
     import vllm.compilation.codegen as codegen
-    from vllm.config.logging import LoggingConfig
-    from vllm.logger import configure_logging
     from vllm.plugins import load_general_plugins
 
-    configure_logging(LoggingConfig())  # as each vLLM process does first
+    try:
+        from vllm.config.logging import LoggingConfig
+        from vllm.logger import configure_logging
+    except ImportError:  # vLLM 0.22: its logging is configured when vllm.logger is imported
+        pass
+    else:
+        configure_logging(LoggingConfig())  # as each vLLM 0.34 process does first
 
     # as vLLM wrote them, before any plugin
     vllms_own = codegen.generate_execution_code, codegen.compile_execution_fn

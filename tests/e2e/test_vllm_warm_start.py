@@ -21,14 +21,16 @@ ON = {"STITCHGEN_VLLM": "1"}
 
 
 def _compiled(ran):
-    return ran.report["counter"]["num_backend_compilations"] > 0
+    """Compiled anew: inductor ran (vLLM 0.34 and 0.22 alike)."""
+    return ran.report["counter"]["num_inductor_compiles"] > 0
 
 
 def _loaded(ran):
-    """From the cache, with no new compile."""
+    """From the cache, with no new compile (vLLM 0.22 still runs its
+    backend over the loaded pieces: no inductor compile, though)."""
     counter = ran.report["counter"]
     loads = counter["num_aot_artifacts_loaded"] + counter["num_compiled_artifacts_loaded"]
-    return loads > 0 and counter["num_backend_compilations"] == 0
+    return loads > 0 and counter["num_inductor_compiles"] == counter["num_aot_compiles"] == 0
 
 
 def _vllms_ran(ran):
