@@ -56,7 +56,8 @@ class Generated(Record):
     name: str = ""
     #: the binder's name (closure convention; ``""`` where there is none)
     binder: str = ""
-    #: the listed children the code calls by itself (inlined: no binding)
+    #: the children the code calls by itself (inlined: no binding needed, and
+    #: one given — a compile cache hands over every piece it holds — is ignored)
     inlined: tuple[str, ...] = ()
 
     def __init__(

@@ -92,11 +92,13 @@ def _bindings(
     defaults: Mapping[str, Callable[..., Any]],
     inlined: Collection[str] = (),
 ) -> list[Any]:
-    extra = sorted(set(submods) - set(names))
+    # a binding for a piece the code inlined is ignored: a compile cache hands over every piece
+    extra = sorted(set(submods) - set(names) - set(inlined))
     if extra:
         raise BindingError(
             f"unexpected submodule binding(s) {extra}: the generated code calls "
             f"{names or 'no submodule'} through bindings"
+            + (f" and inlined {sorted(inlined)}" if inlined else "")
         )
     values: list[Any] = []
     missing: list[str] = []
@@ -175,7 +177,8 @@ def bind_code(
 ) -> Callable[..., Any]:
     """Run generated module ``code`` and bind it: what :func:`load` does,
     from plain values (an artifact's warm start needs no IR). ``inlined``
-    are listed children the code never calls through a binding (None allowed)."""
+    are the children the code calls by itself: a listed one may be bound to
+    None, and a binding given for any of them is ignored."""
     try:
         rules = convention_named(convention)
     except ValueError as exc:

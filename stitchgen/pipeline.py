@@ -212,6 +212,11 @@ def _generate(
         for s, child in zip(program.submods, program.submod_values, strict=True)
         if not s.inlined and child is not None
     }
+    # the pieces the code calls by itself (no binding; one given, say by a
+    # compile cache that holds every piece, is ignored at load)
+    bound = {s.path for s in program.submods if not s.inlined}
+    pieces = {n.target for n in gm.graph.nodes if n.op == "call_module"}
+    inlined = {s.path for s in program.submods if s.inlined} | {str(p) for p in pieces - bound}
     return Generated(
         code=code,
         submod_names=[s.path for s in program.submods],
@@ -221,6 +226,7 @@ def _generate(
         convention=templates.convention.name,
         templates=templates,
         code_object=code_object,
+        inlined=tuple(sorted(inlined)),
     )
 
 

@@ -9,6 +9,7 @@ import types
 import pytest
 import torch
 import torch.fx as fx
+from golden_cases import CASES
 
 import stitchgen
 from stitchgen import BindingError
@@ -122,3 +123,28 @@ def test_a_record_without_its_ir_loads_from_its_linkage_alone(tmp_path):
     with pytest.raises(stitchgen.ArtifactError, match="carries none"):
         bare.save(tmp_path / "a")
     assert not (tmp_path / "a").exists()
+
+
+@pytest.mark.parametrize("inline", ["call", "flatten"])
+@pytest.mark.parametrize("templates", [None, "vllm"])
+def test_every_piece_a_cache_holds_is_accepted_and_an_inlined_ones_ignored(
+    tmp_path, inline, templates
+):
+    """A compile cache hands over every piece it holds, by name: a binding
+    for a piece the code inlined is ignored (load and load_artifact alike);
+    a name the graph does not have stays an error, and so does a piece the
+    code calls that is not given."""
+    case = CASES["decoder_1_layer"]("cpu")
+    split = case.gm
+    every = dict(split.named_children())
+    opaque = ["submod_1"]  # one piece bound, the others inlined
+    generated = stitchgen.generate(split, opaque=opaque, inline=inline, templates=templates)
+    assert set(generated.inlined) == set(every) - set(opaque)
+    expected = split(*case.inputs)
+    assert torch.equal(stitchgen.load(generated, every)(*case.inputs), expected)
+    path = generated.save(tmp_path / "artifact")
+    assert torch.equal(stitchgen.load_artifact(path, every)(*case.inputs), expected)
+    with pytest.raises(BindingError, match=r"unexpected submodule binding\(s\) \['submod_9'\]"):
+        stitchgen.load_artifact(path, {**every, "submod_9": _ok})
+    with pytest.raises(BindingError, match=r"missing binding for submodule\(s\) \['submod_1'\]"):
+        stitchgen.load_artifact(path, {k: v for k, v in every.items() if k != "submod_1"})
