@@ -9,6 +9,7 @@ import os
 import subprocess
 import sys
 import textwrap
+from pathlib import Path
 
 import black
 import pytest
@@ -21,10 +22,11 @@ from stitching_graphs import stitching_graphs
 
 import stitchgen
 from stitchgen import TemplateError, Templates, ir
+from stitchgen.formatting import OLDEST_PYTHON, black_mode
 from stitchgen.layout import LINE_LENGTH, Unsure
 from stitchgen.variant_emitters import emit
 
-MODE = black.Mode()
+MODE = black_mode()  # what format=True runs black with
 FUZZ = settings(
     max_examples=int(os.environ.get("STITCHGEN_FUZZ_EXAMPLES", "150")),
     deadline=None,
@@ -380,3 +382,20 @@ def test_the_vllm_drop_in_leaves_no_reference_cycles():
         assert gc.collect() == 0
     finally:
         gc.enable()
+
+
+def test_the_golden_files_pass_black_check_as_black_itself_runs_on_them():
+    """One target-version rule: ``format=True`` tells black the Pythons of
+    ``requires-python`` (from 3.10), as black's own command line infers them
+    from pyproject.toml; ``black --check golden/`` agrees with every file."""
+    root = Path(__file__).resolve().parents[1]
+    pyproject = (root / "pyproject.toml").read_text()  # (no tomllib on Python 3.10)
+    assert 'requires-python = ">={}.{}"'.format(*OLDEST_PYTHON) in pyproject
+    result = subprocess.run(
+        [sys.executable, "-m", "black", "--check", "golden"],
+        cwd=root,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert result.returncode == 0, result.stderr

@@ -13,7 +13,7 @@ def execution_fn(
     arg8_1,
     arg9_1,
     *,
-    __vllm_submods__
+    __vllm_submods__,
 ):
     submod_0 = __vllm_submods__[0](arg0_1, arg2_1, arg1_1)
     del arg2_1

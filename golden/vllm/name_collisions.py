@@ -19,7 +19,7 @@ def execution_fn(
     bind_1,
     call_submod_2,
     *,
-    __vllm_submods__
+    __vllm_submods__,
 ):
     (getitem,) = __vllm_inlined_submods__0(torch_1)
     del torch_1
