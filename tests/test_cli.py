@@ -5,9 +5,12 @@ import subprocess
 import sys
 
 import pytest
+import torch
 
+import stitchgen
 from stitchgen import GoldenError
 from stitchgen.cli import main
+from stitchgen.demo import instant_pieces, split_decoder
 
 
 def test_demo_prints_code_equality_and_timings(capsys):
@@ -16,6 +19,8 @@ def test_demo_prints_code_equality_and_timings(capsys):
     assert "def execution_fn(" in out
     assert "outputs equal to the GraphModule: True" in out
     assert "GraphModule" in out and "stitchgen" in out and "us" in out
+    [overhead] = [line for line in out.splitlines() if line.startswith("overhead")]
+    assert "pieces that return at once" in overhead and "per layer" in overhead
 
 
 def test_console_script_is_installed():
@@ -158,3 +163,14 @@ def test_stitchgen_debug_shows_the_traceback(cases_dir, monkeypatch):
     monkeypatch.setenv("STITCHGEN_DEBUG", "1")
     with pytest.raises(GoldenError, match="has no attribute 'NOPE'"):
         main([*GOLDEN, "--cases", "cases.py:NOPE"])
+
+
+def test_the_demos_instant_pieces_keep_the_stitching_and_return_at_once():
+    """The overhead figure times the same stitching graph with pieces that
+    return what the real ones returned, and attention replaced: stitchgen's
+    code for it computes what the GraphModule computes."""
+    split, inputs = split_decoder(2)
+    stub = instant_pieces(split, inputs)
+    assert [n.op for n in stub.graph.nodes] == [n.op for n in split.graph.nodes]
+    assert all(type(c).__name__ == "_Instant" for c in stub.children())
+    assert torch.equal(stitchgen.compile(stub)(*inputs), stub(*inputs))
