@@ -67,8 +67,12 @@ def vllm(session: nox.Session, vllm: str) -> None:
     session.install("--no-deps", f"vllm=={vllm}")
     session.install(*VLLM_NEEDS, *VLLM_NEEDS_BY_RELEASE.get(vllm, []))
     session.install("-e", ".[test]")  # the entry point vLLM looks up
+    # each test is a fresh vLLM process (imports, an inductor compile): two at a
+    # time halve the session's wall time on CI's two cores (pytest-xdist)
+    session.install("pytest-xdist")
     tests = ["tests/test_vllm_plugin.py", "tests/e2e/test_inside_vllm.py"]
-    session.run("pytest", *tests, "tests/e2e/test_vllm_warm_start.py", *session.posargs)
+    tests.append("tests/e2e/test_vllm_warm_start.py")
+    session.run("pytest", "-n", "2", *tests, *session.posargs)
 
 
 @nox.session
