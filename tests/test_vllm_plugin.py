@@ -10,7 +10,8 @@ from importlib.metadata import entry_points
 
 import pytest
 
-from stitchgen import __version__, vllm_plugin
+import stitchgen
+from stitchgen import vllm_plugin
 
 
 def test_vllm_finds_the_plugin_by_its_entry_point():
@@ -125,7 +126,7 @@ def test_on_the_compile_cache_key_holds_the_plugin_and_its_templates(tmp_path):
     on = json.loads(_registered_twice(PRINT_FACTORS, {**env, "STITCHGEN_VLLM": "1"}).stdout)
     assert set(on) == {"VLLM_SOMETHING", vllm_plugin.CACHE_FACTOR}
     assert on[vllm_plugin.CACHE_FACTOR] == vllm_plugin.cache_factor(None)
-    assert on[vllm_plugin.CACHE_FACTOR].startswith(f"on; stitchgen {__version__}; ")
+    assert on[vllm_plugin.CACHE_FACTOR].startswith(f"on; stitchgen {stitchgen.__version__}; ")
 
     templates = tmp_path / "templates"
     templates.mkdir()
