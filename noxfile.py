@@ -33,7 +33,7 @@ def tests(session: nox.Session, torch: str) -> None:
     installed = session.run("python", "-c", "import torch; print(torch.__version__)", silent=True)
     if not str(installed).startswith(torch):
         session.error(f"asked for torch {torch}, the venv has {installed}")
-    session.run("pytest", *session.posargs)
+    session.run("pytest", "-m", "slow or not slow", *session.posargs)  # every test
     session.run("stitchgen", "golden", "--check")
 
 
@@ -72,7 +72,7 @@ def vllm(session: nox.Session, vllm: str) -> None:
     session.install("pytest-xdist")
     tests = ["tests/test_vllm_plugin.py", "tests/e2e/test_inside_vllm.py"]
     tests.append("tests/e2e/test_vllm_warm_start.py")
-    session.run("pytest", "-n", "2", *tests, *session.posargs)
+    session.run("pytest", "-n", "2", "-m", "slow or not slow", *tests, *session.posargs)
 
 
 @nox.session
