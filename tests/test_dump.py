@@ -111,8 +111,11 @@ def _demo(env):
 def test_the_console_script_dumps_through_the_environment_variable(tmp_path):
     result = _demo({"STITCHGEN_DUMP_DIR": str(tmp_path / "dumps")})
     assert result.returncode == 0, result.stderr
-    (dumped,) = (tmp_path / "dumps").iterdir()
-    assert dumped.read_text().startswith("# stitchgen dump: GraphModule -> execution_fn\n")
+    # the decoder's code, and its twin with instant pieces (the overhead figure)
+    dumped = [p.read_text() for p in (tmp_path / "dumps").iterdir()]
+    assert len(dumped) == 2
+    assert all(t.startswith("# stitchgen dump: GraphModule -> execution_fn\n") for t in dumped)
+    assert sum("stitchgen_demo.attention" in t for t in dumped) == 1
 
 
 @pytest.mark.slow
