@@ -85,6 +85,13 @@ def _per_call(fn: Callable[[], Any], number: int = 200, rounds: int = 7) -> floa
     return statistics.median(timeit.repeat(fn, number=number, repeat=rounds)) / number
 
 
+def _side_by_side(
+    gm: fx.GraphModule, fn: Callable[..., Any], inputs: tuple[torch.Tensor, ...]
+) -> tuple[float, float]:
+    """Seconds per call of the GraphModule and of stitchgen's function, timed the same way."""
+    return _per_call(lambda: gm(*inputs)), _per_call(lambda: fn(*inputs))
+
+
 def run_demo(
     n_layers: int = 2, print_fn: Callable[[str], Any] = print, templates: Any = None
 ) -> bool:
@@ -99,8 +106,7 @@ def run_demo(
     expected = split_gm(*inputs)
     equal = torch.equal(fn(*inputs), expected)
     print_fn(f"outputs equal to the GraphModule: {equal}")
-    t_gm = _per_call(lambda: split_gm(*inputs))
-    t_fn = _per_call(lambda: fn(*inputs))
+    t_gm, t_fn = _side_by_side(split_gm, fn, inputs)
     print_fn(
         f"per call ({n_layers} layers, {len(list(split_gm.children()))} pieces): "
         f"GraphModule {t_gm * 1e6:.1f} us, stitchgen {t_fn * 1e6:.1f} us "
@@ -108,9 +114,7 @@ def run_demo(
     )
     # the stitching alone: pieces (and attention) that return at once, both ways
     stub_gm = instant_pieces(split_gm, inputs)
-    stub_fn = load(generate(stub_gm, templates=templates))
-    o_gm = _per_call(lambda: stub_gm(*inputs))
-    o_fn = _per_call(lambda: stub_fn(*inputs))
+    o_gm, o_fn = _side_by_side(stub_gm, load(generate(stub_gm, templates=templates)), inputs)
     print_fn(
         f"overhead (the stitching alone, pieces that return at once): GraphModule "
         f"{o_gm * 1e6:.1f} us, stitchgen {o_fn * 1e6:.1f} us ({o_gm / o_fn:.2f}x); per layer "

@@ -63,21 +63,12 @@ def test_a_vllm_of_another_api_is_warned_about_and_left_untouched(tmp_path):
     """A vLLM that is not 0.34 (here one without vllm.logger, whose loader
     is a builtin): one warning naming its version and what differs, every
     name as it was, and its start goes on."""
-    package = tmp_path / "vllm"
-    (package / "compilation").mkdir(parents=True)
-    (package / "__init__.py").write_text('__version__ = "9.9.9"\n')
-    (package / "compilation" / "__init__.py").write_text("")
-    (package / "compilation" / "codegen.py").write_text(FAKE_CODEGEN)
-    for module in ("backends", "caching"):
-        (package / "compilation" / f"{module}.py").write_text(
-            "from vllm.compilation.codegen import *  # noqa\n"
-            "from vllm.compilation.codegen import compile_execution_fn, generate_execution_code\n"
-        )
+    env = _fake_vllm(tmp_path, version="9.9.9", codegen=FAKE_CODEGEN, envs=None)
     result = _registered_twice(
         "import vllm.compilation.backends as b, vllm.compilation.caching as c\n"
         "print(json.dumps([b.compile_execution_fn is min, c.compile_execution_fn is min,\n"
         "                  b.generate_execution_code.__module__]))\n",
-        {"STITCHGEN_VLLM": "1", "PYTHONPATH": os.pathsep.join([str(tmp_path), *sys.path])},
+        {**env, "STITCHGEN_VLLM": "1"},
     )
     assert json.loads(result.stdout) == [True, True, "vllm.compilation.codegen"]
     [warning] = [line for line in result.stderr.splitlines() if line.startswith("stitchgen ")]
@@ -102,16 +93,18 @@ def compile_factors():
 PRINT_FACTORS = "import vllm.envs\nprint(json.dumps(vllm.envs.compile_factors()))\n"
 
 
-def _fake_vllm(tmp_path, envs=FAKE_ENVS):
-    """A vLLM with the codegen API the plugin accepts, and (``envs``) the
-    table of environment variables its compile-cache key hashes."""
+def _fake_vllm(tmp_path, *, version="0.34.0", codegen=FAKE_API, envs=FAKE_ENVS):
+    """A vLLM ``version`` with the ``codegen`` module given (by default the
+    API the plugin accepts), and (``envs``) the table of environment
+    variables its compile-cache key hashes; the environment that finds it."""
     package = tmp_path / "vllm"
     (package / "compilation").mkdir(parents=True)
-    (package / "__init__.py").write_text('__version__ = "0.34.0"\n')
+    (package / "__init__.py").write_text(f'__version__ = "{version}"\n')
     (package / "compilation" / "__init__.py").write_text("")
-    (package / "compilation" / "codegen.py").write_text(FAKE_API)
+    (package / "compilation" / "codegen.py").write_text(codegen)
     for module in ("backends", "caching"):
         (package / "compilation" / f"{module}.py").write_text(
+            "from vllm.compilation.codegen import *  # noqa\n"
             "from vllm.compilation.codegen import compile_execution_fn, generate_execution_code\n"
         )
     if envs is not None:
