@@ -15,11 +15,11 @@ from __future__ import annotations
 import errno
 import hashlib
 import os
-import tempfile
 import warnings
 from collections.abc import Callable
 from pathlib import Path
 
+from .atomic import write_atomic
 from .ir import Program, writes
 from .torch_release import torch_version
 from .version import __version__
@@ -56,14 +56,7 @@ def write_dump(directory: str | os.PathLike[str], name: str, text: str) -> Path 
         if os.path.lexists(target):  # something else by that name: never replaced
             raise FileExistsError(errno.EEXIST, "not a file stitchgen wrote", str(target))
         target.parent.mkdir(parents=True, exist_ok=True)
-        fd, staging = tempfile.mkstemp(prefix=f".{name}-", suffix=".tmp", dir=target.parent)
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8") as out:
-                out.write(text)
-            os.replace(staging, target)
-        except BaseException:
-            Path(staging).unlink(missing_ok=True)
-            raise
+        write_atomic(target, text, sync=False)
     except OSError as exc:
         warnings.warn(
             f"stitchgen: cannot write the generated code to {directory} ({exc.strerror or exc}); "

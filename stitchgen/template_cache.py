@@ -30,7 +30,6 @@ from __future__ import annotations
 import hashlib
 import os
 import stat
-import tempfile
 import threading
 import warnings
 from collections.abc import Iterable
@@ -38,6 +37,7 @@ from pathlib import Path
 
 import jinja2
 
+from .atomic import write_atomic
 from .version import __version__
 
 __all__ = ["CACHE_ENV", "TemplateCache", "cache_directory", "open_cache"]
@@ -101,14 +101,7 @@ class TemplateCache(jinja2.BytecodeCache):
         """``data`` into ``target``, atomically (a temporary file of its own,
         then ``os.replace``); a folder that cannot be written is a warning."""
         try:
-            fd, staging = tempfile.mkstemp(prefix=f".{target.name}-", dir=self.directory)
-            try:
-                with os.fdopen(fd, "wb") as out:
-                    out.write(data)
-                os.replace(staging, target)
-            except BaseException:
-                Path(staging).unlink(missing_ok=True)
-                raise
+            write_atomic(target, data, sync=False)
         except OSError as exc:
             _warn(self.directory, f"cannot be written ({exc.strerror or exc})")
 

@@ -14,6 +14,7 @@ import time
 
 import pytest
 
+import stitchgen.atomic as atomic
 import stitchgen.golden.writing as writing
 from stitchgen import GoldenError
 from stitchgen.cli import main
@@ -83,7 +84,7 @@ def _full_disk_at(monkeypatch, n):
             raise OSError(errno.ENOSPC, "No space left on device")
         real(fd)
 
-    monkeypatch.setattr(writing.os, "fsync", fsync)
+    monkeypatch.setattr(atomic.os, "fsync", fsync)
     return calls
 
 
@@ -127,7 +128,7 @@ def test_the_record_lists_a_new_file_before_it_can_appear(project, monkeypatch):
         if str(dst).endswith("case_new.py"):
             raise KeyboardInterrupt  # Ctrl-C the moment the new file appeared
 
-    monkeypatch.setattr(writing.os, "replace", replace)
+    monkeypatch.setattr(atomic.os, "replace", replace)
     with pytest.raises(KeyboardInterrupt):
         update(root, all_entries=_entries(root), directory=golden)
     monkeypatch.undo()
@@ -163,14 +164,14 @@ def test_only_stitchgens_temporary_files_are_swept(project):
 
 KILLED = """\
 import os, sys, time
-import stitchgen.golden.writing as writing
+import stitchgen.atomic as atomic
 from stitchgen.cli import main
 
 real = os.fsync
 def slow_fsync(fd):  # a slow disk: each write takes a while
     time.sleep(0.03)
     real(fd)
-writing.os.fsync = slow_fsync
+atomic.os.fsync = slow_fsync
 print("ready", flush=True)
 sys.exit(main(sys.argv[1:]))
 """

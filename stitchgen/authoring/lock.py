@@ -18,7 +18,6 @@ import dataclasses
 import difflib
 import json
 import os
-import tempfile
 import threading
 import warnings
 from collections.abc import Sequence
@@ -26,6 +25,7 @@ from pathlib import Path
 
 import jinja2
 
+from ..atomic import write_atomic
 from ..errors import StaleTemplateWarning, TemplateError
 from ..version import __version__
 from .report import LOCK
@@ -147,16 +147,7 @@ def write_lock(library: Library, directory: str) -> list[Locked]:
         "blocks": [dataclasses.asdict(b) for b in blocks],
     }
     text = LOCK_HEADER + "\n" + json.dumps(body, indent=1, sort_keys=True) + "\n"
-    fd, temporary = tempfile.mkstemp(prefix=f".{LOCK}.", suffix=".tmp", dir=directory)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as out:
-            out.write(text)
-            out.flush()
-            os.fsync(out.fileno())
-        os.replace(temporary, path)
-    except BaseException:
-        os.unlink(temporary)
-        raise
+    write_atomic(path, text)
     return blocks
 
 

@@ -18,11 +18,10 @@ finishes unaided.
 
 from __future__ import annotations
 
-import os
-import tempfile
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
+from .. import atomic
 from ..errors import GoldenError
 from .files import RECORD, RECORD_HEADER, VERSIONS
 
@@ -34,16 +33,7 @@ TEMPORARY_SUFFIX = ".stitchgen-tmp"
 
 def write_atomic(path: Path, text: str) -> None:
     """``text`` into ``path``, whole or not at all (temporary file, fsync, rename)."""
-    fd, staging = tempfile.mkstemp(prefix=f".{path.name}.", suffix=TEMPORARY_SUFFIX, dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="") as out:
-            out.write(text)
-            out.flush()
-            os.fsync(out.fileno())
-        os.replace(staging, path)
-    except BaseException:
-        Path(staging).unlink(missing_ok=True)
-        raise
+    atomic.write_atomic(path, text, suffix=TEMPORARY_SUFFIX)
 
 
 def leftovers(directory: Path) -> list[Path]:
