@@ -30,7 +30,7 @@ from ..ir import Program
 from ..ir.nodes import CLASSES
 from .attributes import closest, no_attribute, public_attributes
 from .report import Problem
-from .sources import Source
+from .sources import Source, shipped_definer
 from .typing_ir import attribute_types, items_of, narrowed
 
 __all__ = ["ENTRY_CONTEXT", "Placement", "Walk", "own_nodes"]
@@ -87,7 +87,6 @@ class Walk:
         context: Mapping[str, frozenset[Any] | None],
         env: jinja2.Environment,
         problems: list[Problem] | None = None,
-        label: str = "",
         lenient: frozenset[str] | None = None,
     ) -> None:
         self.chain = chain
@@ -99,7 +98,6 @@ class Walk:
         #: command line): the names stitchgen's templates bind; a filter or
         #: a name not close to one of stitchgen's is taken for the project's
         self.lenient = lenient
-        self.label = label or chain[0].name
         self.placements: dict[str, Placement] = {}
         self.includes: list[tuple[str, dict[str, frozenset[Any] | None]]] = []
         self._where: list[str] = []
@@ -122,7 +120,7 @@ class Walk:
         definer = self._definer(name)
         if definer is None:
             return
-        shipped = next((s for s in self.chain if name in s.blocks and not s.user), None)
+        shipped = shipped_definer(self.chain, name)
         self.placements[name] = Placement(name, scope, definer, shipped)
         self._definition(name, definer, scope)
 
@@ -308,7 +306,7 @@ class Walk:
         lenient = self.lenient
         if lenient is not None and name not in lenient and not closest(name, lenient):
             return  # perhaps a global of the project's, which the command line does not know
-        where = f"block {self._where[-1]!r}" if self._where else self.label
+        where = f"block {self._where[-1]!r}" if self._where else self.chain[0].name
         seen = sorted(n for n in {**ctx, **local} if n not in self.globals)
         self._report(
             src,

@@ -49,7 +49,7 @@ def _emits(placement: Placement) -> tuple[str, ...]:
 
 def catalogue(library: Library, variant: str | None) -> list[Entry]:
     """Every block the templates render, file by file, in render order."""
-    walks = layouts(library, variant).walks
+    walks = layouts(library, variant)
     hidden = set(library.env.globals)
     entries = []
     for file in ENTRIES:

@@ -24,7 +24,6 @@ include or import.
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Sequence
 from typing import Any
 
@@ -39,7 +38,6 @@ from .sources import Library, Source
 
 __all__ = [
     "ENTRIES",
-    "Layout",
     "check_sources",
     "check_templates",
     "layouts",
@@ -56,22 +54,17 @@ def shipped_name(entry: str, variant: str | None) -> str:
     return f"stitchgen/variants/{variant}/{entry}" if variant else f"stitchgen/{entry}"
 
 
-@dataclasses.dataclass
-class Layout:
-    """How each entry template renders: its walk (blocks, scopes)."""
-
-    walks: dict[str, Walk]
-
-
 def layouts(
     library: Library,
     variant: str | None,
     problems: list[Problem] | None = None,
     lenient: frozenset[str] | None = None,
-) -> Layout:
-    """Walk the effective ``module.py.j2`` from the render's context, then
-    ``function.py.j2`` from the scope where the module includes it (the
-    shipped module's, where the effective one does not include it)."""
+) -> dict[str, Walk]:
+    """How each template renders, by name: a walk of the effective
+    ``module.py.j2`` from the render's context, then of ``function.py.j2``
+    from the scope where the module includes it (the shipped module's, where
+    the effective one does not include it), then of the user's templates
+    they include."""
     env = library.env
     context = {**ENTRY_CONTEXT, **{name: None for name in env.globals}}
     module = Walk(library.chain(ENTRIES[0]), context, env, problems, lenient=lenient).run()
@@ -93,7 +86,7 @@ def layouts(
                 continue  # reported by check_sources
             if chain[0].user:
                 walks[name] = Walk(chain, inner, env, problems, lenient=lenient).run()
-    return Layout(walks)
+    return walks
 
 
 def _included(walk: Walk, name: str) -> dict[str, Any] | None:
@@ -241,7 +234,7 @@ def check_templates(
     lenient = None
     if not known:
         shipped = Library(env, ())
-        walks = layouts(shipped, variant).walks.values()
+        walks = layouts(shipped, variant).values()
         lenient = frozenset(n for w in walks for p in w.placements.values() for n in p.scope)
         lenient -= frozenset(env.globals)
     if not problems:  # the rest reads templates that must load and parse

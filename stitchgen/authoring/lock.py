@@ -29,7 +29,7 @@ from ..atomic import write_atomic
 from ..errors import StaleTemplateWarning, TemplateError
 from ..version import __version__
 from .report import LOCK
-from .sources import Library, Source
+from .sources import Library, Source, shipped_definer
 
 __all__ = ["LOCK", "LOCK_HEADER", "Stale", "block_texts", "locked_blocks", "stale", "warn_stale",
            "write_lock"]  # fmt: skip
@@ -119,7 +119,7 @@ def _overrides(library: Library, directory: str) -> list[Locked]:
         except jinja2.TemplateError:
             continue
         for block in source.top:
-            base = next((s for s in parents if block.name in s.blocks and not s.user), None)
+            base = shipped_definer(parents, block.name)
             if base is not None:
                 text = block_texts(library.env, base.text).get(block.name, "")
                 found.append(Locked(name, block.name, base.name, text))

@@ -14,7 +14,7 @@ import jinja2
 import jinja2.meta
 from jinja2 import nodes
 
-__all__ = ["Library", "Source"]
+__all__ = ["Library", "Source", "shipped_definer"]
 
 
 @dataclasses.dataclass
@@ -34,10 +34,8 @@ class Source:
         self._index(self.ast, None)
         found = next(iter(self.ast.find_all(nodes.Extends)), None)
         self.extends: str | None = None
-        self.extends_line = 0
         if found is not None and isinstance(found.template, nodes.Const):
             self.extends = str(found.template.value)
-            self.extends_line = found.lineno
 
     @functools.cached_property
     def undeclared(self) -> frozenset[str] | None:
@@ -111,3 +109,9 @@ class Library:
             seen.add(parent.filename)
             chain.append(parent)
         return chain
+
+
+def shipped_definer(chain: Sequence[Source], block: str) -> Source | None:
+    """The nearest template of ``chain`` (most derived first) that is not
+    the user's and defines ``block``: the shipped text an override sits on."""
+    return next((s for s in chain if block in s.blocks and not s.user), None)
