@@ -31,9 +31,10 @@ def tests(session: nox.Session, torch: str) -> None:
     session.install(f"torch=={torch}", env=UNCONSTRAINED)
     session.install("-e", ".[test]", env=UNCONSTRAINED)
     installed = session.run("python", "-c", "import torch; print(torch.__version__)", silent=True)
-    if not str(installed).startswith(torch):
+    if installed is not None and not str(installed).startswith(torch):  # None: --install-only
         session.error(f"asked for torch {torch}, the venv has {installed}")
-    session.run("pytest", "-m", "slow or not slow", *session.posargs)  # every test
+    # every test, on every core (pytest-xdist: ``-n auto``)
+    session.run("pytest", "-n", "auto", "-m", "slow or not slow", *session.posargs)
     session.run("stitchgen", "golden", "--check")
 
 
@@ -67,12 +68,12 @@ def vllm(session: nox.Session, vllm: str) -> None:
     session.install("--no-deps", f"vllm=={vllm}")
     session.install(*VLLM_NEEDS, *VLLM_NEEDS_BY_RELEASE.get(vllm, []))
     session.install("-e", ".[test]")  # the entry point vLLM looks up
-    # each test is a fresh vLLM process (imports, an inductor compile): two at a
-    # time halve the session's wall time on CI's two cores (pytest-xdist)
-    session.install("pytest-xdist")
-    tests = ["tests/test_vllm_plugin.py", "tests/e2e/test_inside_vllm.py"]
-    tests.append("tests/e2e/test_vllm_warm_start.py")
-    session.run("pytest", "-n", "2", "-m", "slow or not slow", *tests, *session.posargs)
+    # each test runs vLLM processes, on every core; the warm starts (inductor
+    # compiles, a minute each) first, the rest stolen by the idle workers
+    tests = ["tests/e2e/test_vllm_warm_start.py", "tests/e2e/test_inside_vllm.py"]
+    tests.append("tests/test_vllm_plugin.py")
+    xdist = ["-n", "auto", "--dist", "worksteal"]
+    session.run("pytest", *xdist, "-m", "slow or not slow", *tests, *session.posargs)
 
 
 @nox.session

@@ -1,22 +1,25 @@
-"""``stitchgen show``: an artifact viewer that runs nothing (``viewer.py``)."""
+"""``stitchgen show``: an artifact viewer that runs nothing (``viewer.py``),
+its command line run in this process (``stitchgen.cli.main``)."""
 
-import os
 import subprocess
-import sys
 
 import pytest
 import torch
 import torch.fx as fx
 
 import stitchgen
+from stitchgen.cli import main
 
-SCRIPT = os.path.join(os.path.dirname(sys.executable), "stitchgen")
 
+@pytest.fixture
+def show(capsys):
+    def run(*args):
+        capsys.readouterr()  # what came before
+        returncode = main(["show", *map(str, args)])
+        out, err = capsys.readouterr()
+        return subprocess.CompletedProcess(["stitchgen", "show", *args], returncode, out, err)
 
-def _show(*args):
-    return subprocess.run(
-        [SCRIPT, "show", *map(str, args)], capture_output=True, text=True, timeout=300
-    )
+    return run
 
 
 @pytest.fixture
@@ -25,9 +28,8 @@ def artifact(tmp_path):
     return stitchgen.generate(gm, format=False).save(tmp_path / "artifact")
 
 
-@pytest.mark.slow
-def test_show_prints_code_bindings_versions_and_verifies(artifact):
-    result = _show(artifact)
+def test_show_prints_code_bindings_versions_and_verifies(artifact, show):
+    result = show(artifact)
     assert result.returncode == 0, result.stderr
     out = result.stdout
     assert "entry: execution_fn (closure)" in out and "digests: all files verify" in out
@@ -35,16 +37,15 @@ def test_show_prints_code_bindings_versions_and_verifies(artifact):
     assert f"'stitchgen': '{stitchgen.__version__}'" in out and "same as this process" in out
     assert "constants:\n  const__tensor_constant0: Tensor[2] torch.float64 on cpu" in out
     assert "def execution_fn(x):" in out and "signature: none" in out
-    formatted = _show(artifact, "--format", "--ir")
+    formatted = show(artifact, "--format", "--ir")
     assert formatted.returncode == 0 and "IR:\nProgram(name='execution_fn'" in formatted.stdout
 
 
-@pytest.mark.slow
-def test_show_reports_a_tampered_artifact_without_running_it(artifact, tmp_path):
+def test_show_reports_a_tampered_artifact_without_running_it(artifact, tmp_path, show):
     marker = tmp_path / "ran"
     code = artifact / "code.py"
     code.write_text(f"open({str(marker)!r}, 'w').close()\n" + code.read_text())
-    result = _show(artifact)
+    result = show(artifact)
     assert result.returncode == 1
     assert "digests: VERIFICATION FAILED" in result.stdout
     assert "code.py: FAILED (does not match its digest" in result.stdout
@@ -54,9 +55,8 @@ def test_show_reports_a_tampered_artifact_without_running_it(artifact, tmp_path)
     assert not marker.exists()
 
 
-@pytest.mark.slow
-def test_show_refuses_what_is_not_an_artifact(tmp_path):
-    result = _show(tmp_path)
+def test_show_refuses_what_is_not_an_artifact(tmp_path, show):
+    result = show(tmp_path)
     assert result.returncode == 1 and result.stdout == ""
     assert (
         result.stderr

@@ -6,6 +6,16 @@ JSON line, whose code ran and what the plugin logged.
 
     python tests/vllm_app.py '{"out": "outputs.pt", "sizes": [4, 7], ...}'
 
+``python tests/vllm_app.py --serve`` is the same process, many times over
+(tests/vllm_runner.py): it imports what the script imports at its top
+(torch and vLLM's modules: seconds), then, for each request on stdin, forks
+a child that runs ``main`` as the script would: with the request's
+environment, its stdout and stderr in the request's files, and the exit
+status a script has. The child is a fresh vLLM process in what matters
+here: no plugin loaded, no stitchgen imported, nothing compiled (the
+server has asked inductor which vector instructions this CPU builds, an
+answer torch keeps per process).
+
 What reaches ``VllmBackend`` on a machine without a GPU: vLLM's CPU platform
 is left alone (``VLLM_TARGET_DEVICE`` unset), the device config says cpu,
 the backend is ``eager`` (or ``inductor``, ``{"backend": "inductor"}``, with
@@ -21,7 +31,10 @@ import json
 import linecache
 import logging
 import operator
+import os
+import signal
 import sys
+import traceback
 
 import torch
 from torch import nn
@@ -234,5 +247,63 @@ def warm_start(vllms_own) -> dict:
     }
 
 
+#: how the server marks its answers (vLLM may log on its stdout too)
+ANSWER = "@@vllm_app "
+#: how long one run may take before it is killed (a script's runner would time it out)
+RUN_LIMIT_S = 600
+
+
+def _run_forked(request: dict) -> None:
+    """In the forked child: the script's run, then exit; never returns."""
+    code = 1
+    try:
+        os.environ.clear()
+        os.environ.update(request["env"])
+        signal.alarm(RUN_LIMIT_S)
+        for fd, path in ((1, request["stdout"]), (2, request["stderr"])):
+            target = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+            os.dup2(target, fd)
+            os.close(target)
+        print(json.dumps(main(request["options"])))
+        code = 0
+    except SystemExit as stop:
+        code = stop.code if isinstance(stop.code, int) else 1
+    except BaseException:
+        traceback.print_exc()
+    finally:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
+
+
+def _ask_inductor_the_cpu() -> None:
+    """Which vector instruction sets inductor's C++ builds on this CPU: torch
+    asks once per process (six compiles, and as many interpreters that load
+    them: 7-15 s here) and keeps the answer, which the children inherit."""
+    try:
+        from torch._inductor.cpu_vec_isa import valid_vec_isa_list
+    except ImportError:  # a torch that asks elsewhere: each child asks
+        return
+    valid_vec_isa_list()
+
+
+def serve() -> None:
+    """One forked run per request line on stdin; one answer line each."""
+    _ask_inductor_the_cpu()
+    for line in sys.stdin:
+        request = json.loads(line)
+        sys.stdout.flush()  # nothing buffered here is written twice by the child
+        sys.stderr.flush()
+        pid = os.fork()
+        if pid == 0:
+            _run_forked(request)
+        _, status = os.waitpid(pid, 0)
+        answer = {"returncode": os.waitstatus_to_exitcode(status)}
+        print(ANSWER + json.dumps(answer), flush=True)
+
+
 if __name__ == "__main__":
-    print(json.dumps(main(json.loads(sys.argv[1]))))
+    if sys.argv[1:] == ["--serve"]:
+        serve()
+    else:
+        print(json.dumps(main(json.loads(sys.argv[1]))))
