@@ -33,8 +33,9 @@ def tests(session: nox.Session, torch: str) -> None:
     installed = session.run("python", "-c", "import torch; print(torch.__version__)", silent=True)
     if installed is not None and not str(installed).startswith(torch):  # None: --install-only
         session.error(f"asked for torch {torch}, the venv has {installed}")
-    # every test, on every core (pytest-xdist: ``-n auto``)
-    session.run("pytest", "-n", "auto", "-m", "slow or not slow", *session.posargs)
+    # every test, on every core (pytest-xdist), the long ones stolen by idle workers
+    xdist = ["-n", "auto", "--dist", "worksteal"]
+    session.run("pytest", *xdist, "-m", "slow or not slow", *session.posargs)
     session.run("stitchgen", "golden", "--check")
 
 

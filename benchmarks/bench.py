@@ -127,7 +127,8 @@ def hand_written(gm: fx.GraphModule, pieces: dict[str, Any]) -> Callable[..., An
     return namespace["make"](*[pieces[n] for n in names])
 
 
-def bench_opaque(layers: int, rounds: int) -> dict[str, float]:
+def bench_opaque(layers: int, rounds: int, number: int | None = None) -> dict[str, float]:
+    """Per-call seconds; ``number`` calls per round (default: 40,000 per layer count)."""
     gm, inputs, trivial = opaque_setup(layers)
     ours = stitchgen.compile(gm, trivial)
     ideal = hand_written(gm, trivial)
@@ -142,7 +143,7 @@ def bench_opaque(layers: int, rounds: int) -> dict[str, float]:
             "graphmodule": lambda: gm(*inputs),
             "interpreter": lambda: interp.run(*inputs),
         },
-        number=max(100, 40000 // layers),
+        number=number or max(100, 40000 // layers),
         rounds=rounds,
     )
     return t
@@ -411,7 +412,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--layers", type=int, nargs="+", default=[8, 32, 80, 200])
     parser.add_argument("--rounds", type=int, default=9)
     parser.add_argument("--fresh", type=int, default=5, help="fresh processes per cold row")
-    parser.add_argument("--quick", action="store_true", help="few rounds (a smoke run)")
+    parser.add_argument("--quick", action="store_true", help="few rounds and calls (a smoke run)")
     parser.add_argument("--markdown", action="store_true", help="print markdown tables")
     parser.add_argument(
         "--device", default="cpu", help="cuda: only the per-call rows with CUDA pieces"
@@ -430,7 +431,7 @@ def main(argv: list[str] | None = None) -> None:
         return
     rows = []
     for layers in args.layers:
-        o = bench_opaque(layers, rounds)
+        o = bench_opaque(layers, rounds, 200 if args.quick else None)
         i = bench_inlined(layers, max(3, rounds // 2))
         c = bench_cold(layers, max(3, rounds // 2))
         m = bench_memory(min(layers, 8))

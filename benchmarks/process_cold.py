@@ -1,6 +1,6 @@
 """What each path costs a fresh process, import included: medians side by side.
 
-    python benchmarks/process_cold.py [--layers 4 32 80 200] [--samples 5] [--markdown]
+    python benchmarks/process_cold.py [--layers 4 32 80 200] [--samples 5] [--markdown] [--quick]
 
 For each size, fresh Python processes (interleaved, bytecode cached as after
 a wheel install: a first, discarded round writes the ``.pyc`` files) build a
@@ -124,10 +124,10 @@ def _templates(directory: str) -> None:
             f.write(text)
 
 
-def measure(layers: int, samples: int, directory: str) -> dict[str, float]:
+def measure(layers: int, samples: int, directory: str, warm_up: bool = True) -> dict[str, float]:
     artifact = _artifact(layers, directory)
     _templates(directory)
-    for path in PATHS:
+    for path in PATHS if warm_up else ():
         _run(path, layers, artifact)  # writes the bytecode caches; discarded
     runs: dict[str, list[float]] = {}
     for _ in range(samples):
@@ -155,13 +155,18 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--layers", type=int, nargs="+", default=[4, 32, 80, 200])
     parser.add_argument("--samples", type=int, default=5)
     parser.add_argument("--markdown", action="store_true")
+    parser.add_argument(
+        "--quick",
+        action="store_true",
+        help="no discarded first round (a smoke run: the figures are not comparable)",
+    )
     args = parser.parse_args(argv)
     header = ["layers", *(f"{c} ms" for c in COLUMNS), "compat/compile", "flatten/compile"]
     header += ["format/compile", "warm/compile", "header/compile", "calls/compile"]
     rows = []
     with tempfile.TemporaryDirectory() as directory:
         for layers in args.layers:
-            m = measure(layers, args.samples, directory)
+            m = measure(layers, args.samples, directory, warm_up=not args.quick)
             row = [str(layers), *(f"{m[c]:.1f}" for c in COLUMNS)]
             ratios = ("compat", "flatten", "format", "warm", "header", "calls")
             row += [f"{m[p] / m['compile']:.2f}" for p in ratios]

@@ -26,7 +26,7 @@ def test_process_cold_benchmark_runs(capsys):
     spec = importlib.util.spec_from_file_location("stitchgen_process_cold", path)
     bench = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(bench)
-    bench.main(["--layers", "1", "--samples", "1", "--markdown"])
+    bench.main(["--layers", "1", "--samples", "1", "--markdown", "--quick"])
     lines = capsys.readouterr().out.splitlines()
     assert lines[0].startswith("| layers | compile ms | compat ms |")
     row = lines[2].strip("| ").split(" | ")

@@ -1,8 +1,9 @@
 """The vLLM plugin against the real vLLM (``nox -s vllm``: vLLM 0.34.0 on
 torch 2.14.0 and vLLM 0.22.0 on torch 2.11.0, on the CPU): each test runs
-tests/vllm_app.py in a fresh process, which loads the plugin only through vLLM's own
-``load_general_plugins()`` (so the installed entry point is what is tested)
-and compiles a small model through vLLM's real ``VllmBackend``.
+tests/vllm_app.py as a fresh process (forked: tests/vllm_runner.py), which
+loads the plugin only through vLLM's own ``load_general_plugins()`` (so the
+installed entry point is what is tested) and compiles a small model through
+vLLM's real ``VllmBackend``.
 
 Skipped where vLLM is not installed (the main suite)."""
 
