@@ -15,6 +15,10 @@ MAIN = "tests-3.11(torch='2.13.0')"
 #: exactly the torch asked for: a pip constraint that caps it (this machine's
 #: caps torch at 2.14.1) must not swap in another release
 UNCONSTRAINED = {"PIP_CONSTRAINT": "/dev/null"}
+#: the sessions that install a CUDA torch from PyPI (several GB each) make
+#: their venvs with uv where it is installed (CI's runner has it: its cache
+#: unpacks the CUDA libraries the torches share once), else with virtualenv and pip
+FAST_INSTALLS = "uv|virtualenv"
 
 nox.options.sessions = [MAIN, "golden", "lint"]
 
@@ -24,7 +28,7 @@ def _install(session: nox.Session) -> None:
     session.install("-e", ".[test]")
 
 
-@nox.session(python=PYTHONS)
+@nox.session(python=PYTHONS, venv_backend=FAST_INSTALLS)
 @nox.parametrize("torch", TORCHES)
 def tests(session: nox.Session, torch: str) -> None:
     """The whole suite and the golden check on one Python and one torch."""
@@ -57,7 +61,7 @@ VLLM_NEEDS = [
 VLLM_NEEDS_BY_RELEASE = {"0.22.0": ["gguf>=0.17.0", "openai>=2.0.0", "openai-harmony>=0.0.3"]}
 
 
-@nox.session(python="3.11")
+@nox.session(python="3.11", venv_backend=FAST_INSTALLS)
 @nox.parametrize("vllm", list(VLLMS))
 def vllm(session: nox.Session, vllm: str) -> None:
     """The vLLM plugin inside the real vLLM (0.34.0, and 0.22.0, the oldest
