@@ -12,13 +12,15 @@ import nox
 PYTHONS = ["3.10", "3.11", "3.12", "3.13"]
 TORCHES = ["2.11.0", "2.12.0", "2.13.0", "2.14.0", "2.15.0"]
 MAIN = "tests-3.11(torch='2.13.0')"
-#: exactly the torch asked for: a pip constraint that caps it (this machine's
-#: caps torch at 2.14.1) must not swap in another release
-UNCONSTRAINED = {"PIP_CONSTRAINT": "/dev/null"}
 #: the sessions that install a CUDA torch from PyPI (several GB each) make
 #: their venvs with uv where it is installed (CI's runner has it: its cache
 #: unpacks the CUDA libraries the torches share once), else with virtualenv and pip
 FAST_INSTALLS = "uv|virtualenv"
+#: their installs: exactly the torch asked for (a pip constraint that caps it,
+#: as this machine's caps torch at 2.14.1, must not swap in another release),
+#: and bytecode compiled at install as pip does (uv does not by default; with
+#: PYTHONDONTWRITEBYTECODE set, every process would compile torch's sources)
+INSTALLS = {"PIP_CONSTRAINT": "/dev/null", "UV_COMPILE_BYTECODE": "1"}
 
 nox.options.sessions = [MAIN, "golden", "lint"]
 
@@ -32,8 +34,8 @@ def _install(session: nox.Session) -> None:
 @nox.parametrize("torch", TORCHES)
 def tests(session: nox.Session, torch: str) -> None:
     """The whole suite and the golden check on one Python and one torch."""
-    session.install(f"torch=={torch}", env=UNCONSTRAINED)
-    session.install("-e", ".[test]", env=UNCONSTRAINED)
+    session.install(f"torch=={torch}", env=INSTALLS)
+    session.install("-e", ".[test]", env=INSTALLS)
     installed = session.run("python", "-c", "import torch; print(torch.__version__)", silent=True)
     if installed is not None and not str(installed).startswith(torch):  # None: --install-only
         session.error(f"asked for torch {torch}, the venv has {installed}")
@@ -69,10 +71,10 @@ def vllm(session: nox.Session, vllm: str) -> None:
     load_general_plugins(), the stitching code compiled by vLLM's real
     VllmBackend, warm starts from vLLM's compile cache
     (tests/e2e/test_inside_vllm.py, tests/e2e/test_vllm_warm_start.py)."""
-    session.install(f"torch=={VLLMS[vllm]}", env=UNCONSTRAINED)
-    session.install("--no-deps", f"vllm=={vllm}")
-    session.install(*VLLM_NEEDS, *VLLM_NEEDS_BY_RELEASE.get(vllm, []))
-    session.install("-e", ".[test]")  # the entry point vLLM looks up
+    session.install(f"torch=={VLLMS[vllm]}", env=INSTALLS)
+    session.install("--no-deps", f"vllm=={vllm}", env=INSTALLS)
+    session.install(*VLLM_NEEDS, *VLLM_NEEDS_BY_RELEASE.get(vllm, []), env=INSTALLS)
+    session.install("-e", ".[test]", env=INSTALLS)  # the entry point vLLM looks up
     # each test runs vLLM processes, on every core; the warm starts (inductor
     # compiles, a minute each) first, the rest stolen by the idle workers
     tests = ["tests/e2e/test_vllm_warm_start.py", "tests/e2e/test_inside_vllm.py"]
