@@ -76,7 +76,7 @@ def vllm(session: nox.Session, vllm: str) -> None:
     session.install(*VLLM_NEEDS, *VLLM_NEEDS_BY_RELEASE.get(vllm, []), env=INSTALLS)
     session.install("-e", ".[test]", env=INSTALLS)  # the entry point vLLM looks up
     # each test runs vLLM processes, on every core; the warm starts (inductor
-    # compiles, a minute each) first, the rest stolen by the idle workers
+    # compiles: the longest tests) first, the rest stolen by the idle workers
     tests = ["tests/e2e/test_vllm_warm_start.py", "tests/e2e/test_inside_vllm.py"]
     tests.append("tests/test_vllm_plugin.py")
     xdist = ["-n", "auto", "--dist", "worksteal"]
