@@ -215,8 +215,8 @@ def _generate(
     # the pieces the code calls by itself (no binding; one given, say by a
     # compile cache that holds every piece, is ignored at load)
     bound = {s.path for s in program.submods if not s.inlined}
-    pieces = {n.target for n in gm.graph.nodes if n.op == "call_module"}
-    inlined = {s.path for s in program.submods if s.inlined} | {str(p) for p in pieces - bound}
+    pieces = {str(n.target) for n in gm.graph.find_nodes(op="call_module")}
+    inlined = {s.path for s in program.submods if s.inlined} | (pieces - bound)
     return Generated(
         code=code,
         submod_names=[s.path for s in program.submods],

@@ -36,7 +36,7 @@ def project(tmp_path, monkeypatch):
 
 
 @pytest.fixture
-def golden(capsys):
+def golden(project, capsys):
     """``stitchgen golden ARGS`` run in this process, from the project's folder."""
 
     def run(*args):
