@@ -34,14 +34,16 @@ from typing import Any
 import torch.fx as fx
 
 from . import collector
-from .conventions import VLLM
-from .errors import BindingError
-from .generated import Generated
-from .ir import Calling, FunctionRef, Program
-from .loading import load
-from .lowering import ConstPool
-from .pipeline import generate, tracing
-from .rendering import Templates
+
+with collector.paused():  # the compile path's modules: see collector.py
+    from .conventions import VLLM
+    from .errors import BindingError
+    from .generated import Generated
+    from .ir import Calling, FunctionRef, Program
+    from .loading import load
+    from .lowering import ConstPool
+    from .pipeline import generate, tracing
+    from .rendering import Templates
 
 __all__ = [
     "Codegen",

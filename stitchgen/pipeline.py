@@ -14,13 +14,15 @@ from typing import Any
 import torch.fx as fx
 
 from . import collector
-from .conventions import CLOSURE, Convention
-from .generated import Generated
-from .ir import Calling, Program
-from .loading import compile_source, load
-from .lowering import ConstPool, build_program, fetch_attr
-from .passes import Pass, run_passes
-from .rendering import Templates, render, resolve_templates
+
+with collector.paused():  # the compile path's modules: see collector.py
+    from .conventions import CLOSURE, Convention
+    from .generated import Generated
+    from .ir import Calling, Program
+    from .loading import compile_source, load
+    from .lowering import ConstPool, build_program, fetch_attr
+    from .passes import Pass, run_passes
+    from .rendering import Templates, render, resolve_templates
 
 __all__ = ["Generated", "compile", "generate", "lower"]
 

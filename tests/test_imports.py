@@ -142,3 +142,49 @@ def test_from_import_works_for_every_public_name():
     exec(f"from stitchgen import {', '.join(stitchgen.__all__)}", namespace)
     for name in stitchgen.__all__:
         assert namespace[name] is getattr(stitchgen, name)
+
+
+#: collections that start inside the body of a module the compile path
+#: imports with the collector paused (the importing ``pipeline``/``compat``
+#: bodies, the package and the collector itself run before the pause)
+COUNT_COLLECTIONS = """
+import gc, json, os, sys
+import torch, torch.fx
+PAUSED_BEFORE = ("__init__.py", "version.py", "collector.py", "compat.py", "pipeline.py")
+root = os.path.dirname(__import__("importlib.util").util.find_spec("stitchgen").origin)
+seen = []
+def count(phase, info):
+    frame = sys._getframe(1)
+    while frame is not None:
+        code = frame.f_code
+        if code.co_name == "<module>" and code.co_filename.startswith(root + os.sep):
+            if os.path.basename(code.co_filename) not in PAUSED_BEFORE:
+                seen.append(os.path.relpath(code.co_filename, root))
+            return
+        frame = frame.f_back
+gc.set_threshold(1)  # a collection at nearly every allocation, where enabled
+gc.callbacks.append(count)
+import stitchgen.compat
+gc.callbacks.remove(count)
+print(json.dumps({"collections": sorted(set(seen)), "enabled": gc.isenabled()}))
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("keep", ["", "1"])
+def test_the_compile_path_is_imported_with_the_collector_paused(keep):
+    """The ~2,700 objects of the compile path's modules are examined once,
+    after the import, not in collections during it (see collector.py); the
+    collector is on again afterwards, and left alone with STITCHGEN_KEEP_GC=1."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("STITCHGEN_")}
+    env["STITCHGEN_KEEP_GC"] = keep
+    out = subprocess.run(
+        [sys.executable, "-c", COUNT_COLLECTIONS], capture_output=True, text=True, env=env
+    )
+    assert out.returncode == 0, out.stderr[-2000:]
+    result = json.loads(out.stdout.splitlines()[-1])
+    assert result["enabled"]
+    if keep:
+        assert "ir/statements.py" in result["collections"]  # the count sees them
+    else:
+        assert result["collections"] == []

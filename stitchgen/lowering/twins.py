@@ -32,33 +32,35 @@ def fingerprint(
     policy = constants if constants is not None else CLOSURE.constants
     by_value = _BY_VALUE & policy.inline  # keyed as (type, value) right here: the common case
     index: dict[fx.Node, int] = {}
-    parts: list[Any] = []
-    for position, node in enumerate(gm.graph.nodes):
+    # one flat sequence, read back unambiguously: a call is its target (an
+    # int id for a function, a str for a method), its argument count, one
+    # item per argument, its keywords (and its location); every other node
+    # is one tuple. No tuple per node or per argument list: a decoder's
+    # pieces are thousands of nodes, fingerprinted on the compile path.
+    key: list[Any] = []
+    add = key.append
+    for node in gm.graph.nodes:
         op = node.op
         if op == "call_function" or op == "call_method":  # the common case first
-            args: list[Any] = []
-            for a in node.args:
+            add(node.target if op == "call_method" else id(node.target))
+            args = node.args
+            add(len(args))
+            for a in args:
                 kind = type(a)
                 if kind is _Node:
-                    args.append(index.get(a, -1))
+                    add(index.get(a, -1))
                 elif kind in by_value:
-                    args.append((kind, a))
+                    add((kind, a))
                 else:
-                    args.append(_key(a, index, policy))
+                    add(_key(a, index, policy))
             kwargs = node.kwargs
-            part: Any = (
-                op,
-                node.target if op == "call_method" else id(node.target),
-                tuple(args),
-                _key(kwargs, index, policy) if kwargs else (),
-            )
+            add(_key(kwargs, index, policy) if kwargs else ())
             if source_lines:
-                part = (*part, source_location(node))
+                add(source_location(node))
         elif op == "placeholder":
             target = node.target
             stars = len(target) - len(target.lstrip("*")) if target[:1] == "*" else 0
-            default = _key(node.args, index, policy) if node.args else ()
-            part = (op, stars, default)
+            add((op, stars, _key(node.args, index, policy) if node.args else ()))
         elif op == "call_module":
             return None
         elif op == "get_attr":
@@ -66,17 +68,16 @@ def fingerprint(
                 value = fetch_attr(gm, str(node.target))
             except AttributeError:
                 return None
-            part = (op, _key(value, index, policy))
-        else:  # output
-            kwargs = node.kwargs
-            part = (
-                op,
-                _key(node.args, index, policy),
-                _key(kwargs, index, policy) if kwargs else (),
-            )
-        index[node] = position
-        parts.append(part)
-    return tuple(parts)
+            add((op, _key(value, index, policy)))
+        else:  # output: most often a tuple of the graph's values (a piece's)
+            args, kwargs = node.args, node.kwargs
+            value = args[0] if len(args) == 1 else None
+            if type(value) is tuple and not kwargs and all(type(v) is _Node for v in value):
+                add((op, tuple([index.get(v, -1) for v in value])))
+            else:
+                add((op, _key(args, index, policy), _key(kwargs, index, policy) if kwargs else ()))
+        index[node] = len(index)
+    return tuple(key)
 
 
 #: exact types keyed by their value itself (equal values, same spelling)
