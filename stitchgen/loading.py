@@ -93,7 +93,8 @@ def _bindings(
     inlined: Collection[str] = (),
 ) -> list[Any]:
     # a binding for a piece the code inlined is ignored: a compile cache hands over every piece
-    extra = sorted(set(submods) - set(names) - set(inlined))
+    inlined = frozenset(inlined)  # read once per name below (vLLM lists every inlined child)
+    extra = sorted(set(submods) - set(names) - inlined)
     if extra:
         raise BindingError(
             f"unexpected submodule binding(s) {extra}: the generated code calls "

@@ -46,7 +46,6 @@ COMPILE_PATH = {
     "stitchgen.records",
     "stitchgen.references",
     "stitchgen.rendering",
-    "stitchgen.torch_versions",
     "stitchgen.variant_emitters",
     "stitchgen.version",
 }

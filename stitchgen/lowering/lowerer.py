@@ -46,6 +46,7 @@ from .reading import (
 from .twins import fingerprint
 
 _Node = fx.Node
+_GETITEM = operator.getitem
 
 
 class Lowerer:
@@ -88,9 +89,10 @@ class Lowerer:
         for node in graph.nodes:
             if returned:
                 raise CodegenError("node follows the graph's output node", node)
-            if node.name in seen:  # names are our SSA variables: they must be unique
+            local = node.name
+            if local in seen:  # names are our SSA variables: they must be unique
                 raise CodegenError("another node of this graph has the same name", node)
-            seen.add(node.name)
+            seen.add(local)
             op = node.op
             if op == "call_function":  # the common case first
                 if node not in absorbed:
@@ -114,7 +116,7 @@ class Lowerer:
             else:
                 raise CodegenError(f"unsupported op {op!r}", node)
             if op != "output":
-                env[node] = Name(node.name)
+                env[node] = Name(local)
         if not returned:
             raise CodegenError(
                 f"graph of {prefix.rstrip('.') or 'the root module'} has no output node"
@@ -190,24 +192,20 @@ class Lowerer:
         users = node.users
         if not size or len(users) != size:
             return None
-        items: dict[int, fx.Node] = {}  # item index -> the getitem reading it
+        names: list[str | None] = [None] * size  # by item index: the getitem reading it
         for user in users:
+            if user.target is not _GETITEM or user.op != "call_function":
+                return None
             args = user.args
-            if (
-                user.target is not operator.getitem
-                or user.op != "call_function"
-                or len(args) != 2
-                or args[0] is not node
-                or user.kwargs
-            ):
+            if len(args) != 2 or args[0] is not node or user.kwargs:
                 return None
             index = args[1]
-            if type(index) is not int or not 0 <= index < size or index in items:
+            if type(index) is not int or not 0 <= index < size or names[index] is not None:
                 return None
             if self.source_lines and source_location(user):
                 return None  # its line keeps its comment
-            items[index] = user
-        return tuple(items[k].name for k in range(size))  # size distinct indices: all
+            names[index] = user.name
+        return tuple(names)  # type: ignore[arg-type]  # size distinct indices: all named
 
     def call_function(self, node: fx.Node, env: dict[fx.Node, Expr]) -> Stmt:
         target = node.target

@@ -16,7 +16,6 @@ from torch.fx.immutable_collections import immutable_dict, immutable_list
 
 from ..conventions import ConstantPolicy
 from ..errors import CodegenError
-from ..torch_versions import is_opaque_reference_type
 
 _LISTS = (list, immutable_list)
 _DICTS = (dict, immutable_dict)
@@ -63,13 +62,12 @@ def is_inlinable(child: Any) -> bool:
     flat arguments (a pytree convention is kept by calling it as it is)."""
     if not isinstance(child, fx.GraphModule) or pytree_info(child) is not None:
         return False
-    hooks = (
-        child._forward_hooks,
-        child._forward_pre_hooks,
-        getattr(child, "_backward_hooks", {}),
-        getattr(child, "_backward_pre_hooks", {}),
+    return not (
+        child._forward_hooks
+        or child._forward_pre_hooks
+        or getattr(child, "_backward_hooks", None)
+        or getattr(child, "_backward_pre_hooks", None)
     )
-    return not any(hooks)
 
 
 def holds_node(value: Any) -> bool:
@@ -87,7 +85,10 @@ def holds_node(value: Any) -> bool:
 def refuse_reference(value: Any, node: fx.Node) -> None:
     """A reference-type opaque object is state the graph must take as an
     input (torch.compile makes it one): as a constant it would be frozen
-    into the code, shared by every call."""
+    into the code, shared by every call. (``torch_versions`` is imported
+    here: only a graph with an object constant needs it.)"""
+    from ..torch_versions import is_opaque_reference_type
+
     if is_opaque_reference_type(type(value)):
         raise CodegenError(
             f"argument of type {type(value).__qualname__} is a reference-type opaque object "
