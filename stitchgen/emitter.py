@@ -36,7 +36,6 @@ from .errors import TemplateError
 from .expressions import Writer, comment_source, dotted_source, name_items
 from .identifiers import checked
 from .ir import DictExpr, Function, ListExpr, Program, TupleExpr, UnpackCall
-from .layout import Unsure, bracketed, fits
 
 __all__ = ["HEADER", "INDENT", "Emitter", "ident"]
 
@@ -57,6 +56,14 @@ def _where(stmt: Any) -> str:
 def ident(name: str) -> str:
     """What the environment's ``finalize`` lets through unfiltered."""
     return checked(name)
+
+
+def _layout() -> Any:
+    """:mod:`stitchgen.layout`, black's layout: imported for ``format=True``
+    only (the compile path renders without it)."""
+    from . import layout
+
+    return layout
 
 
 class Emitter:
@@ -90,6 +97,8 @@ class Emitter:
     ) -> None:
         self.program = program
         self.black = black
+        #: black's layout (``layout.py``), where ``black`` asks for it
+        self.layout: Any = _layout() if black else None
         self.writer = writer if writer is not None else Writer()
         #: the templates' globals (a variant may read one, as its template does)
         self.options = options or {}
@@ -111,19 +120,21 @@ class Emitter:
 
     def line(self, text: str) -> None:
         """One line; in black's layout it must fit (else :class:`Unsure`)."""
-        if self.black and not fits(text):
-            raise Unsure(text)
+        if self.black and not self.layout.fits(text):
+            raise self.layout.Unsure(text)
         self.out.append(text + "\n")
 
     def comment(self, text: str) -> None:
         if self.black and text != text.rstrip():
-            raise Unsure(text)  # black strips trailing whitespace from comments
+            raise self.layout.Unsure(text)  # black strips trailing whitespace from comments
         self.out.append(text + "\n")
 
     def define(self, indent: str, name: str, params: list[str]) -> None:
         """``def name(params):``, split as black splits it."""
         if self.black:
-            self.out.append(bracketed(indent, f"def {name}", "(", params, "):", is_def=True))
+            self.out.append(
+                self.layout.bracketed(indent, f"def {name}", "(", params, "):", is_def=True)
+            )
         else:
             self.out.append(f"{indent}def {name}({', '.join(params)}):\n")
 
@@ -201,11 +212,13 @@ class Emitter:
             targets = name_items(stmt.targets)
             joined = ", ".join(targets)
             text = f"{indent}{joined} = {box}"
-            if len(targets) > 1 and self.black and not fits(text):
-                if fits(f"{indent}{joined} = ("):  # black wraps the right-hand side
+            if len(targets) > 1 and self.black and not self.layout.fits(text):
+                if self.layout.fits(f"{indent}{joined} = ("):  # black wraps the right-hand side
                     self.out.append(f"{indent}{joined} = (\n{indent}    {box}\n{indent})\n")
                 else:  # ... or parenthesizes the targets and explodes them
-                    self.out.append(bracketed(indent, "", "(", targets, f") = {box}", display=True))
+                    self.out.append(
+                        self.layout.bracketed(indent, "", "(", targets, f") = {box}", display=True)
+                    )
             elif len(targets) > 1:
                 self.line(text)
             elif self.black:
@@ -239,7 +252,7 @@ class Emitter:
         if "(" in callee or "[" in callee or tail:
             self.line(f"{indent}{head}({', '.join(items)}){tail}")
         else:
-            self.out.append(bracketed(indent, head, "(", items, ")"))
+            self.out.append(self.layout.bracketed(indent, head, "(", items, ")"))
 
     def call_tail(self, stmt: Any) -> str:
         """What the ``call`` block writes after ``call_expr``: the source
@@ -286,8 +299,8 @@ class Emitter:
         """``del names`` (the ``del`` block)."""
         names = name_items(stmt.names)
         text = f"{indent}del {', '.join(names)}"
-        if self.black and not fits(text) and len(names) > 1:
-            self.out.append(bracketed(indent, "del ", "(", names, ")", display=True))
+        if self.black and not self.layout.fits(text) and len(names) > 1:
+            self.out.append(self.layout.bracketed(indent, "del ", "(", names, ")", display=True))
         else:
             self.line(text)
 
@@ -304,7 +317,9 @@ class Emitter:
         one_tuple = type(value) is TupleExpr and len(items) == 1
         opening, closing = brackets
         self.out.append(
-            bracketed(indent, head, opening, items, closing, display=True, one_tuple=one_tuple)
+            self.layout.bracketed(
+                indent, head, opening, items, closing, display=True, one_tuple=one_tuple
+            )
         )
 
 

@@ -38,7 +38,6 @@ from .conventions import CLOSURE, VLLM, Convention, name_formats
 from .errors import TemplateDirError, TemplateError
 from .expressions import Writer
 from .ir import Program
-from .layout import Unsure
 from .variant_emitters import emit, emit_for
 
 if TYPE_CHECKING:
@@ -251,8 +250,12 @@ class Templates:
         modification times of the files in ``dirs``, so an edited template
         is seen), then black formats the result if asked."""
         if self.builtin_in_effect:
+            if not format:
+                return self._emit(program, black=False)
+            from .layout import Unsure  # black's layout: only when formatting
+
             try:
-                return self._emit(program, black=format)
+                return self._emit(program, black=True)
             except Unsure:
                 return _formatted(self._emit(program, black=False), self)
         source = self._render_templates(program)
