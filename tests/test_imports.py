@@ -146,10 +146,10 @@ def test_from_import_works_for_every_public_name():
 #: imports with the collector paused (the importing ``pipeline``/``compat``
 #: bodies, the package and the collector itself run before the pause)
 COUNT_COLLECTIONS = """
-import gc, json, os, sys
+import gc, importlib.util, json, os, sys
 import torch, torch.fx
 PAUSED_BEFORE = ("__init__.py", "version.py", "collector.py", "compat.py", "pipeline.py")
-root = os.path.dirname(__import__("importlib.util").util.find_spec("stitchgen").origin)
+root = os.path.dirname(importlib.util.find_spec("stitchgen").origin)
 seen = []
 def count(phase, info):
     frame = sys._getframe(1)
