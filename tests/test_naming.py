@@ -1,6 +1,7 @@
 """Every emitted identifier is valid and collision-free."""
 
 import keyword
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -116,13 +117,23 @@ def test_code_is_identical_across_processes_and_hash_seeds():
         "print(stitchgen.generate(split_decoder(1)[0]).code, end='')\n"
     )
     here = stitchgen.generate(split_decoder(1)[0]).code
-    for seed in ("0", "12345"):
-        out = subprocess.run(
+    # the two interpreters run side by side (each imports torch: seconds)
+    children = [
+        subprocess.Popen(
             [sys.executable, "-c", script],
-            capture_output=True,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
             text=True,
-            check=True,
-            env={**__import__("os").environ, "PYTHONHASHSEED": seed},
+            env={**os.environ, "PYTHONHASHSEED": seed},
             cwd=Path(__file__).parent,
         )
-        assert out.stdout == here
+        for seed in ("0", "12345")
+    ]
+    try:
+        for child in children:
+            out, err = child.communicate(timeout=120)
+            assert child.returncode == 0, err
+            assert out == here
+    finally:
+        for child in children:
+            child.kill()  # a no-op for one that has ended

@@ -64,6 +64,7 @@ def test_dels_lower_the_cuda_memory_peak():
     assert peak(ours) < peak(kept)
 
 
+@pytest.mark.slow  # the whole script: two interpreters and a collection of the suite
 def test_gpu_check_script_skips_cleanly_without_cuda(tmp_path):
     if torch.cuda.is_available():
         pytest.skip("CUDA is present: the script runs for real (scripts/gpu_check.sh)")
