@@ -135,5 +135,7 @@ def test_code_is_identical_across_processes_and_hash_seeds():
             assert child.returncode == 0, err
             assert out == here
     finally:
-        for child in children:
-            child.kill()  # a no-op for one that has ended
+        for child in children:  # one still running after a failure: stopped and reaped
+            if child.poll() is None:
+                child.kill()
+                child.wait()
