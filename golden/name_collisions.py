@@ -2,8 +2,8 @@
 import torch
 
 
-def bind(call_submod_1):
-    # call_submod_1: submodule submod_1
+def bind_1(call_submod_2):
+    # call_submod_2: submodule submod_1
     aten_add_Tensor = torch.ops.aten.add.Tensor
 
     def inlined_submod_0(x):
@@ -11,15 +11,13 @@ def bind(call_submod_1):
         del x
         return (add_tensor,)
 
-    def execution_fn(
-        torch_1, operator_1, print_1, inf_1, float_1, bind_1, call_submod_2
-    ):
+    def execution_fn(torch_1, operator, print, inf_1, float_1, bind, call_submod_1):
         (getitem,) = inlined_submod_0(torch_1)
         del torch_1
-        inlined_submod_1 = call_submod_1(operator_1)
-        del operator_1
+        inlined_submod_1 = call_submod_2(operator)
+        del operator
         getitem_1 = inlined_submod_1[0]
         del inlined_submod_1
-        return (getitem, getitem_1, print_1, inf_1, float_1, bind_1, call_submod_2)
+        return (getitem, getitem_1, print, inf_1, float_1, bind, call_submod_1)
 
     return execution_fn

@@ -17,6 +17,7 @@ from . import collector
 
 with collector.paused():  # the compile path's modules: see collector.py
     from .conventions import CLOSURE, Convention
+    from .errors import BindingError
     from .generated import Generated
     from .ir import Calling, Program
     from .loading import compile_source, load
@@ -279,6 +280,12 @@ def compile(
     tensor([1., 2.])
     """
     submods = dict(submods or {})
+    unknown = [path for path in submods if not _calls(gm, path)]
+    if unknown:
+        raise BindingError(
+            f"unexpected submodule binding(s) {sorted(unknown)}: no call_module node of the "
+            "graph (or of a GraphModule child it inlines) calls them"
+        )
     opaque = tuple(dict.fromkeys([*submods, *generate_options.pop("opaque", ())]))
     for path in opaque:
         if path not in submods:
@@ -292,3 +299,20 @@ def compile(
         fn = load(generated, submods)
         del generated  # the IR is freed while the collector is still off
     return fn
+
+
+def _calls(gm: fx.GraphModule, path: str) -> bool:
+    """Does a call_module node call the child at ``path`` (a qualified name
+    in ``gm``): in ``gm``'s graph, or in the graph of a GraphModule child?"""
+    atoms = path.split(".")
+    for cut in range(len(atoms)):
+        try:
+            owner = fetch_attr(gm, ".".join(atoms[:cut])) if cut else gm
+        except AttributeError:
+            return False
+        if not isinstance(owner, fx.GraphModule):
+            return False
+        target = ".".join(atoms[cut:])
+        if any(n.target == target for n in owner.graph.find_nodes(op="call_module")):
+            return True
+    return False

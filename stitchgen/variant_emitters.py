@@ -6,7 +6,7 @@ emitter of its template set."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from types import MappingProxyType
 from typing import Any
 
@@ -15,7 +15,7 @@ from .emitter import INDENT, Emitter, ident
 from .errors import TemplateError
 from .expressions import Writer
 from .identifiers import NotAnIdentifier
-from .ir import Function, Program
+from .ir import Function, Param, Program
 from .literals import literal_source
 
 __all__ = ["EMITTERS", "ProfiledEmitter", "VllmEmitter", "emit", "emit_for"]
@@ -109,7 +109,7 @@ class VllmEmitter(Emitter):
         params = self.writer.param_items(fn.params)
         entry = fn.name == self.program.name and self.options.get("vllm_entry_submods", True)
         if fn.name in self.needs_submods or entry:
-            params += ["*", VLLM.submods_param]
+            params = keyword_only(fn.params, params, VLLM.submods_param)
         self.define(indent, ident(fn.name), params)
 
     def call_parts(self, stmt: Any) -> tuple[str, list[str]]:
@@ -117,6 +117,20 @@ class VllmEmitter(Emitter):
         if stmt.inlined in self.needs_submods:
             items.append(f"{VLLM.submods_param}={VLLM.submods_param}")
         return callee, items
+
+
+def keyword_only(params: Sequence[Param], items: list[str], name: str) -> list[str]:
+    """``items`` (the source of ``params``) with the keyword-only parameter
+    ``name`` added where Python allows it: after ``*args`` (or a bare ``*``),
+    before ``**kwargs``.
+
+    >>> keyword_only([Param("x"), Param("kw", kind="**")], ["x", "**kw"], "s")
+    ['x', '*', 's', '**kw']
+    """
+    kinds = [p.kind for p in params]
+    at = kinds.index("**") if "**" in kinds else len(items)
+    star = [] if "*" in kinds else ["*"]
+    return [*items[:at], *star, name, *items[at:]]
 
 
 #: the emitter of each shipped template set (None: the built-ins)

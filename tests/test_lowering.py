@@ -9,7 +9,7 @@ import torch
 import torch.fx as fx
 
 import stitchgen
-from stitchgen import CodegenError
+from stitchgen import BindingError, CodegenError
 from stitchgen.conventions import VLLM
 
 
@@ -75,7 +75,16 @@ def test_graph_without_output_is_an_error():
 def test_opaque_name_that_no_node_calls_is_an_error():
     gm = fx.symbolic_trace(lambda x: x + 1)
     with pytest.raises(CodegenError, match=r"no call_module node calls \['piece'\]"):
+        stitchgen.generate(gm, opaque=["piece"])
+
+
+def test_a_binding_for_a_piece_the_graph_does_not_have_is_a_binding_error():
+    """One mistake, one error class: compile's submods as load's."""
+    gm = fx.symbolic_trace(lambda x: x + 1)
+    with pytest.raises(BindingError, match=r"unexpected submodule binding\(s\) \['piece'\]"):
         stitchgen.compile(gm, {"piece": lambda x: x})
+    with pytest.raises(BindingError, match=r"unexpected submodule binding\(s\) \['piece'\]"):
+        stitchgen.load(stitchgen.generate(gm), {"piece": lambda x: x})
 
 
 def test_namedtuple_holding_graph_values_is_refused_with_the_node():

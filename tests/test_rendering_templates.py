@@ -164,8 +164,9 @@ def test_helper_names_are_configurable_and_still_collision_free():
     gm = fx.GraphModule({}, graph)
     templates = Templates(names={"binder": "make"}, reserve=["acme"])
     code = stitchgen.generate(gm, templates=templates).code
-    assert "def make():" in code and "def execution_fn(make_1):" in code
-    assert stitchgen.compile(gm, templates=templates)(2) == -2
+    # the parameter keeps the placeholder's name (callers pass it by it); the binder yields
+    assert "def make_1():" in code and "def execution_fn(make):" in code
+    assert stitchgen.compile(gm, templates=templates)(make=2) == -2
     with pytest.raises(ValueError, match="unknown name formats"):
         Templates(names={"helper": "x"})
 

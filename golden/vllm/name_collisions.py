@@ -11,20 +11,12 @@ def __vllm_inlined_submods__0(x):
 
 
 def execution_fn(
-    torch_1,
-    operator_1,
-    print_1,
-    inf_1,
-    float_1,
-    bind_1,
-    call_submod_2,
-    *,
-    __vllm_submods__,
+    torch_1, operator, print, inf_1, float_1, bind, call_submod_1, *, __vllm_submods__
 ):
     (getitem,) = __vllm_inlined_submods__0(torch_1)
     del torch_1
-    inlined_submod_0 = __vllm_submods__[1](operator_1)
-    del operator_1
+    inlined_submod_0 = __vllm_submods__[1](operator)
+    del operator
     getitem_1 = inlined_submod_0[0]
     del inlined_submod_0
-    return (getitem, getitem_1, print_1, inf_1, float_1, bind_1, call_submod_2)
+    return (getitem, getitem_1, print, inf_1, float_1, bind, call_submod_1)

@@ -58,8 +58,9 @@ def pytree_info(gm: fx.GraphModule) -> Any:
 
 def is_inlinable(child: Any) -> bool:
     """A GraphModule whose call does nothing but run its graph: no hooks
-    registered on it (module-global hooks are not consulted), called with
-    flat arguments (a pytree convention is kept by calling it as it is)."""
+    registered on it (module-global hooks are not consulted), no
+    ``__call__`` of its class's own, called with flat arguments (a pytree
+    convention is kept by calling it as it is)."""
     if not isinstance(child, fx.GraphModule) or pytree_info(child) is not None:
         return False
     return not (
@@ -67,7 +68,22 @@ def is_inlinable(child: Any) -> bool:
         or child._forward_pre_hooks
         or getattr(child, "_backward_hooks", None)
         or getattr(child, "_backward_pre_hooks", None)
+        or has_own_call(type(child))
     )
+
+
+def has_own_call(cls: type) -> bool:
+    """Does a GraphModule class define a ``__call__`` of its own? The one
+    every GraphModule gets from ``recompile`` (``call_wrapped``) runs the
+    class's ``__call__`` where there is one, so calling the child is not
+    running its graph."""
+    for klass in cls.__mro__:
+        if klass is fx.GraphModule:
+            return False
+        call = vars(klass).get("__call__")
+        if call is not None and getattr(call, "__name__", None) != "call_wrapped":
+            return True
+    return False
 
 
 def holds_node(value: Any) -> bool:

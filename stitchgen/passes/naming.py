@@ -10,6 +10,17 @@ A name that is taken gets ``_1``, ``_2``, … appended, as FX does it (a taken
 ``x_1`` becomes ``x_2``, not ``x_1_1``); a name that is not an
 ASCII identifier is sanitized first. Parameters keep their keyword when they
 can, and calls to inlined functions follow their parameters' new names.
+
+The entry function's parameters are what callers pass by keyword
+(``fn(input=x)``, as the ``GraphModule`` takes it), so each keeps its
+placeholder's own name even where that name is a builtin (``input``, ``id``,
+``type``): the module scope reserves it before naming the bindings, and the
+parameter shadows the builtin, which the function's code then does not use.
+It is renamed only where the name is one the function's code needs
+(:func:`_needed_globals`: a module or builtin its expressions write, a
+convention's helper, a name the templates reserve); then it is passed by
+position only, and a keyword-only parameter (after ``*args``) that cannot
+keep its name is refused with a :class:`~stitchgen.errors.CodegenError`.
 """
 
 from __future__ import annotations
@@ -18,9 +29,10 @@ import builtins
 import dataclasses
 import keyword
 import re
+from collections.abc import Iterable
 from typing import Any
 
-from ..errors import ProgramError
+from ..errors import CodegenError, ProgramError
 from ..identifiers import is_identifier
 from ..ir import (
     Calling,
@@ -28,6 +40,7 @@ from ..ir import (
     ConstRef,
     Function,
     FunctionRef,
+    GlobalRef,
     Name,
     Param,
     Program,
@@ -46,10 +59,18 @@ __all__ = ["RESERVED", "Namespace", "assign_names"]
 #: names no generated identifier may take: keywords, builtins, the globals FX
 #: reserves, and the modules generated code (ours or a template override)
 #: most often refers to, whether or not this program imports them
+#: the globals of :data:`RESERVED` a parameter never takes, not even to keep
+#: the keyword callers pass it by: ``torch``, which templates use in function
+#: bodies without reserving it (profiler ranges), and the globals FX reserves
+SHARED_GLOBALS = frozenset({"inf", "nan", "torch"})
+#: the builtins the expression writer spells (``float("inf")``,
+#: ``complex(re, im)``, ``slice(...)``, ``getattr(obj, "not-an-identifier")``)
+WRITER_BUILTINS = frozenset({"float", "complex", "slice", "getattr"})
 RESERVED = (
     frozenset(keyword.kwlist)
     | frozenset(dir(builtins))
-    | {"inf", "nan", "torch", "operator", "math", "builtins"}
+    | SHARED_GLOBALS
+    | {"operator", "math", "builtins"}
 )
 
 # compiled on first use (by re's cache): a name to sanitize, a collision
@@ -79,6 +100,11 @@ class Namespace:
 
     def reserve(self, name: str) -> None:
         self._taken.add(name)
+
+    def release(self, names: Iterable[str]) -> None:
+        """Free ``names`` in this scope (reserved in an outer one for
+        another scope's sake)."""
+        self._taken.difference_update(names)
 
     def __contains__(self, name: str) -> bool:
         return name in self._taken
@@ -122,21 +148,29 @@ def assign_names(program: Program) -> Program:
             f"module ({', '.join(program.imports) or 'none imported'}); choose another name"
         )
     scope.reserve(program.name)
+    *inlined, entry = program.functions
+    kept = _kept_keywords(program, entry)
+    for name in kept.values():  # before the bindings: none takes a caller's keyword
+        scope.reserve(name)
     binder = scope.create(program.binder)
     submods = tuple(_renamed(s, scope.create(s.name)) for s in program.submods)
     consts = tuple(ConstDecl(scope.create(c.name), c.description) for c in program.consts)
     targets = tuple(TargetDecl(scope.create(t.name), t.ref) for t in program.targets)
-    *inlined, entry = program.functions
     fn_names = {fn.name: scope.create(fn.name) for fn in inlined}
     # parameters first: calls to an inlined function need its new keyword names
     local_scopes: list[tuple[Namespace, dict[str, str], tuple[Param, ...]]] = []
     keywords: dict[str, dict[str, str]] = {}
     for fn in program.functions:
         ns = scope.copy()
+        if fn is not entry:
+            ns.release(kept.values())  # the entry's parameters: free in other functions
         names: dict[str, str] = {}
         params = []
         for p in fn.params:
-            new = names[p.name] = ns.create(p.keyword or p.name)
+            if fn is entry and p.name in kept:
+                new = names[p.name] = kept[p.name]  # reserved in the module scope above
+            else:
+                new = names[p.name] = ns.create(p.keyword or p.name)
             params.append(p if new == p.name else dataclasses.replace(p, name=new))
         local_scopes.append((ns, names, tuple(params)))
         keywords[fn_names.get(fn.name, fn.name)] = {
@@ -177,6 +211,57 @@ def assign_names(program: Program) -> Program:
         functions=tuple(functions),
         targets=targets,
     )
+
+
+def _kept_keywords(program: Program, entry: Function) -> dict[str, str]:
+    """The keywords the entry's parameters keep as their names, by
+    parameter: each plain
+    parameter's (``*args`` and ``**kwargs`` are never passed by name), unless
+    the function's code needs that name for something else. A keyword-only
+    parameter that cannot keep its keyword could not be passed at all:
+    :class:`CodegenError`."""
+    needed = _needed_globals(program, entry)
+    kept: dict[str, str] = {}
+    keyword_only = False
+    for p in entry.params:
+        if p.kind:
+            keyword_only = keyword_only or p.kind == "*"
+            continue
+        if p.keyword and is_identifier(p.keyword) and p.keyword not in needed:
+            needed.add(p.keyword)  # one parameter per keyword
+            kept[p.name] = p.keyword
+        elif keyword_only:
+            raise CodegenError(
+                f"placeholder {p.keyword or p.name!r} is keyword-only (after *args), and "
+                f"the generated function cannot take it by that name: the function's "
+                f"code needs {p.keyword!r} for itself (a module, builtin, helper or reserved "
+                "name); rename the input"
+            )
+    return kept
+
+
+def _needed_globals(program: Program, fn: Function) -> set[str]:
+    """The global names ``fn``'s code may need: the modules and builtins
+    its expressions are written with (call targets are bound outside it, by
+    the ``targets`` pass), the builtins the expression writer spells
+    (:data:`WRITER_BUILTINS`), :data:`SHARED_GLOBALS`, and the names
+    reserved for a convention or the templates."""
+    needed = {*SHARED_GLOBALS, *WRITER_BUILTINS, *program.reserved}
+
+    def leaf(e: Any) -> Any:
+        if type(e) is GlobalRef:
+            needed.add((e.path if e.module == "builtins" else e.module).partition(".")[0])
+        return e
+
+    def expr(e: Any) -> Any:
+        return map_expr(e, leaf)
+
+    for p in fn.params:
+        if p.default is not None:
+            expr(p.default)
+    for stmt in fn.body:
+        map_stmt(stmt, expr=expr)
+    return needed
 
 
 def _renamed(decl: SubmodDecl, name: str) -> SubmodDecl:
