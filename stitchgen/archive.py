@@ -14,7 +14,6 @@ import marshal
 import os
 import shutil
 import sys
-import tempfile
 import types
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -23,6 +22,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import torch
 
+from .atomic import staging_dir
 from .conventions import convention_named
 from .errors import ArtifactError
 from .loading import compile_source
@@ -143,7 +143,7 @@ def save_artifact(
     target = Path(path)
     _check_replaceable(target)
     target.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=".stitchgen-", dir=target.parent))
+    staging = staging_dir(target, ".stitchgen-staging")  # mkdir's mode, or the old one's
     aside = None
     try:
         for name, data in files.items():
