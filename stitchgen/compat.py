@@ -42,8 +42,8 @@ with collector.paused():  # the compile path's modules: see collector.py
     from .ir import Calling, FunctionRef, Program
     from .loading import load
     from .lowering import ConstPool
-    from .pipeline import generate, tracing
-    from .rendering import Templates
+    from .pipeline import dump_if_asked, produce, tracing
+    from .rendering import Templates, resolve_templates
 
 __all__ = [
     "Codegen",
@@ -168,16 +168,12 @@ def _generate(
     if not with_submod:
         _refuse_call_module(split_gm)
     pool = ConstPool(tuple(consts), dict(const_index))
+    chosen = resolve_templates(templates[0] if with_submod else templates[1])
     with collector.paused():  # and the IR freed before it resumes (see collector.py)
-        generated = generate(
-            split_gm,
-            name=fn_name,
-            templates=templates[0] if with_submod else templates[1],
-            format=False,
-            const_pool=pool,
-        )
+        generated = produce(split_gm, fn_name, False, chosen, const_pool=pool)
         assert generated.program is not None  # generate's record holds its IR
         _refuse_nested_calls(generated.program)
+        dump_if_asked(split_gm, generated, chosen, False)  # only code vLLM may load
         code, submod_names, lifted = generated.code, list(generated.submod_names), generated.consts
         _remember_calls(code, generated.program)
         del generated

@@ -134,7 +134,7 @@ def generate(
     """
     templates = resolve_templates(templates, template_dirs)
     with collector.paused():  # see collector.py: no full collection on our account
-        generated = _generate(
+        generated = produce(
             gm,
             name,
             format,
@@ -147,21 +147,24 @@ def generate(
             source_lines,
             unpack,
         )
-        directory = dump_dir if dump_dir is not None else os.environ.get(DUMP_ENV) or None
-        if directory is not None or tracing():
-            _dump(gm, generated, templates, format, directory)
+        dump_if_asked(gm, generated, templates, format, dump_dir)
         return generated
 
 
-def _dump(
+def dump_if_asked(
     gm: fx.GraphModule,
     generated: Generated,
     templates: Templates,
     formatted: bool,
-    directory: str | os.PathLike[str] | None,
+    dump_dir: str | os.PathLike[str] | None = None,
 ) -> None:
-    """The code, black-formatted under a header, to the dump directory and
-    the structured trace (``dump.py``: imported here, only when asked)."""
+    """The code, black-formatted under a header, to the dump directory
+    (``dump_dir``, else ``$STITCHGEN_DUMP_DIR``) and the structured trace,
+    where either is asked for (``dump.py``: imported only then). ``generate``
+    calls it last; ``compat``, once its own refusals have passed."""
+    directory = dump_dir if dump_dir is not None else os.environ.get(DUMP_ENV) or None
+    if directory is None and not tracing():
+        return
     from . import dump
 
     program = generated.program
@@ -174,19 +177,21 @@ def _dump(
         dump.emit_trace(lambda: text)
 
 
-def _generate(
+def produce(
     gm: fx.GraphModule,
     name: str,
     format: bool,
     templates: Templates,
-    opaque: Sequence[str],
-    boxed: bool,
-    inline: str,
-    const_pool: ConstPool | None,
-    passes: Sequence[Pass],
-    source_lines: bool | None,
-    unpack: bool,
+    opaque: Sequence[str] = (),
+    boxed: bool = False,
+    inline: str = "call",
+    const_pool: ConstPool | None = None,
+    passes: Sequence[Pass] = (),
+    source_lines: bool | None = None,
+    unpack: bool = True,
 ) -> Generated:
+    """:func:`generate` with its templates resolved, and no dump (see
+    :func:`dump_if_asked`)."""
     # the shipped templates' text is Python by construction (the emitter,
     # held to the templates and to compile() by the tests); templates of
     # your own are checked below, so what they render wrong is a TemplateError

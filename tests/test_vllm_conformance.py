@@ -216,7 +216,7 @@ def test_with_submod_false_refuses_call_module_with_runtime_error():
         compat.generate_execution_code_with_name(split_gm, "fn", with_submod=False)
 
 
-def test_an_inlined_child_that_calls_a_module_is_a_runtime_error():
+def test_an_inlined_child_that_calls_a_module_is_a_runtime_error(tmp_path, monkeypatch):
     inner = torch.nn.Module()
     inner.lin = torch.nn.Linear(2, 2)
     graph = fx.Graph()
@@ -225,8 +225,12 @@ def test_an_inlined_child_that_calls_a_module_is_a_runtime_error():
     root.submod_0 = fx.GraphModule(inner, graph)
     outer = fx.Graph()
     outer.output(outer.call_module("submod_0", (outer.placeholder("x"),)))
+    monkeypatch.setenv("STITCHGEN_DUMP_DIR", str(tmp_path))
     with pytest.raises(RuntimeError, match="call_module is not allowed for codegen target lin"):
         compat.generate_execution_code(fx.GraphModule(root, outer))
+    assert list(tmp_path.iterdir()) == []  # no dump of code that vLLM will never load
+    compat.generate_execution_code(fx.symbolic_trace(lambda x: x + 1))
+    assert len(list(tmp_path.iterdir())) == 1  # a graph it takes is dumped
 
 
 @pytest.mark.parametrize("deeper", [False, True], ids=["calls a piece", "calls a module"])
