@@ -39,9 +39,8 @@ def tests(session: nox.Session, torch: str) -> None:
     installed = session.run("python", "-c", "import torch; print(torch.__version__)", silent=True)
     if installed is not None and not str(installed).startswith(torch):  # None: --install-only
         session.error(f"asked for torch {torch}, the venv has {installed}")
-    # every test, on every core (pytest-xdist), the long ones stolen by idle workers
-    xdist = ["-n", "auto", "--dist", "worksteal"]
-    session.run("pytest", *xdist, "-m", "slow or not slow", *session.posargs)
+    # every test, on every core (pytest-xdist: pyproject's addopts)
+    session.run("pytest", "-m", "slow or not slow", *session.posargs)
     session.run("stitchgen", "golden", "--check")
 
 
@@ -79,8 +78,7 @@ def vllm(session: nox.Session, vllm: str) -> None:
     # compiles: the longest tests) first, the rest stolen by the idle workers
     tests = ["tests/e2e/test_vllm_warm_start.py", "tests/e2e/test_inside_vllm.py"]
     tests.append("tests/test_vllm_plugin.py")
-    xdist = ["-n", "auto", "--dist", "worksteal"]
-    session.run("pytest", *xdist, "-m", "slow or not slow", *tests, *session.posargs)
+    session.run("pytest", "-m", "slow or not slow", *tests, *session.posargs)
 
 
 @nox.session
@@ -110,6 +108,8 @@ def fuzz(session: nox.Session) -> None:
     session.run(
         "pytest",
         "tests/e2e/test_fuzz.py",
+        "-n",
+        "0",  # one process: hypothesis's statistics are shown only there
         "--hypothesis-show-statistics",
         env={"STITCHGEN_FUZZ_EXAMPLES": examples},
     )

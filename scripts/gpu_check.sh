@@ -11,7 +11,8 @@ log=${GPU_CHECK_LOG:-gpu_check.log}
 {
   echo "== gpu_check $(date -u +%Y-%m-%dT%H:%M:%SZ)"
   python -c "import torch; print('torch', torch.__version__, '| cuda available:', torch.cuda.is_available(), '|', torch.cuda.get_device_name(0) if torch.cuda.is_available() else 'no device')"
-  timeout 420 python -m pytest -m gpu -q -rs -p no:cacheprovider tests
+  # -o addopts=: not the quick suite's `-n auto` (the image may have no pytest-xdist)
+  timeout 420 python -m pytest -o addopts= -m gpu -q -rs -p no:cacheprovider tests
   status=$?
   if python -c "import sys, torch; sys.exit(0 if torch.cuda.is_available() else 1)"; then
     timeout 120 python benchmarks/bench.py --device cuda --layers 8 32 80 --quick || status=1

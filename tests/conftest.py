@@ -15,6 +15,12 @@ os.environ.setdefault("STITCHGEN_VERIFY", "1")
 _CACHE = tempfile.mkdtemp(prefix="stitchgen-test-cache-")
 atexit.register(shutil.rmtree, _CACHE, True)
 os.environ.setdefault("STITCHGEN_CACHE_DIR", _CACHE)
+if os.environ.get("PYTEST_XDIST_WORKER"):
+    # one process per core already (pytest -n): torch's own threads on top
+    # would contend for the same cores (the demo's timings took 3x longer).
+    # The interpreters a test starts inherit the setting.
+    torch.set_num_threads(1)
+    os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 
 def pytest_collection_modifyitems(config, items):

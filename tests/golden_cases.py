@@ -54,6 +54,14 @@ def case(build: Callable[[str], Case]) -> Callable[[str], Case]:
     return build
 
 
+@functools.cache
+def shared_case(name: str) -> Case:
+    """``CASES[name]("cpu")``, built once per process and shared (make_fx
+    and Dynamo captures are most of a test's time): for tests that only
+    read the graph (lower, generate, render), never run or change it."""
+    return CASES[name]("cpu")
+
+
 def graph_module(
     root: dict[str, Any], build: Callable[[fx.Graph], Any], lazy: bool = False
 ) -> fx.GraphModule:

@@ -15,7 +15,7 @@ import black
 import pytest
 import torch
 import torch.fx as fx
-from golden_cases import CASES
+from golden_cases import CASES, shared_case
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from stitching_graphs import stitching_graphs
@@ -76,8 +76,8 @@ def assert_both_paths_agree(program, shipped):
 
 
 def programs_of_corpus(templates):
-    for name, build in sorted(CASES.items()):
-        case = build("cpu")
+    for name in sorted(CASES):
+        case = shared_case(name)
         for inline in ("call", "flatten"):
             for boxed in (False, True) if templates.convention.boxed else (False,):
                 yield (

@@ -5,7 +5,7 @@ import math
 
 import pytest
 import torch.fx as fx
-from golden_cases import CASES
+from golden_cases import CASES, shared_case
 
 import stitchgen
 from stitchgen import ir
@@ -13,7 +13,7 @@ from stitchgen import ir
 
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_program_round_trips_through_json(name):
-    case = CASES[name]("cpu")
+    case = shared_case(name)
     program = stitchgen.lower(case.gm, opaque=tuple(case.submods))
     text = json.dumps(ir.to_json(program))
     back = ir.from_json(json.loads(text), program.const_values)

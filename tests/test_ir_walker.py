@@ -8,7 +8,7 @@ import jinja2
 import jinja2.nodes
 import pytest
 import torch
-from golden_cases import CASES, downstream_templates
+from golden_cases import CASES, downstream_templates, shared_case
 from oracle import assert_same
 
 import stitchgen
@@ -95,7 +95,7 @@ def _upper(leaf):
 @pytest.mark.parametrize("name", sorted(CASES))
 @pytest.mark.parametrize("inline", ["call", "flatten"])
 def test_every_pass_leaves_the_golden_programs_valid(name, inline):
-    case = CASES[name]("cpu")
+    case = shared_case(name)
     raw = build_program(case.gm, opaque=tuple(case.submods))
     run_passes(raw, inline=inline, verify_each=True)  # raises ProgramError naming the pass
 

@@ -38,10 +38,7 @@ CASES = {
 
 @pytest.fixture(params=sorted(CASES))
 def traced(request):
-    fn, inputs = CASES[request.param]
-    gm = make_fx(fn)(*inputs)
-    assert gm.graph._codegen.pytree_info is not None  # the case really is a pytree graph
-    return gm, inputs
+    return _traced(request.param)
 
 
 @pytest.mark.parametrize(
@@ -97,24 +94,38 @@ def test_parameters_named_like_the_flat_inputs_do_not_clash():
     assert "def execution_fn(x, pair, scale, extra):" in code
 
 
-@pytest.mark.parametrize("templates", [None, "vllm"])
-def test_an_artifact_stores_the_specs_and_loads_in_a_fresh_process(traced, tmp_path, templates):
+def _traced(name):
+    fn, inputs = CASES[name]
+    gm = make_fx(fn)(*inputs)
+    assert gm.graph._codegen.pytree_info is not None  # the case really is a pytree graph
+    return gm, inputs
+
+
+def test_an_artifact_stores_the_specs_and_loads_in_a_fresh_process(tmp_path):
+    """Every case under both conventions, saved here and loaded and run in
+    one fresh process (no FX graph, no spec in memory there)."""
     import json
     import subprocess
     import sys
 
-    gm, inputs = traced
-    generated = stitchgen.generate(gm, templates=templates)
-    path = generated.save(tmp_path / "artifact")
-    forms = json.loads((path / "consts.json").read_text())
-    assert any(f and "treespec_loads(" in f.get("source", "") for f in forms)
-    assert_same(stitchgen.load_artifact(path)(*inputs), gm(*inputs))
-    torch.save(inputs, tmp_path / "inputs.pt")
+    expected = {}
+    for name in sorted(CASES):
+        gm, inputs = _traced(name)
+        for templates in (None, "vllm"):
+            path = stitchgen.generate(gm, templates=templates).save(tmp_path / f"{name}-{templates}")
+            forms = json.loads((path / "consts.json").read_text())
+            assert any(f and "treespec_loads(" in f.get("source", "") for f in forms)
+            assert_same(stitchgen.load_artifact(path)(*inputs), gm(*inputs))
+            torch.save(inputs, path.with_suffix(".inputs.pt"))
+            expected[path] = gm(*inputs)
     script = (
-        "import torch, stitchgen\n"
-        f"fn = stitchgen.load_artifact({str(path)!r})\n"
-        f"inputs = torch.load({str(tmp_path / 'inputs.pt')!r}, weights_only=True)\n"
-        f"torch.save(fn(*inputs), {str(tmp_path / 'out.pt')!r})\n"
+        "import sys, torch, stitchgen\n"
+        "for path in sys.argv[1:]:\n"
+        "    fn = stitchgen.load_artifact(path)\n"
+        "    inputs = torch.load(path + '.inputs.pt', weights_only=True)\n"
+        "    torch.save(fn(*inputs), path + '.out.pt')\n"
     )
-    subprocess.run([sys.executable, "-c", script], check=True, timeout=120)
-    assert_same(torch.load(tmp_path / "out.pt", weights_only=True), gm(*inputs))
+    paths = [str(p) for p in expected]
+    subprocess.run([sys.executable, "-c", script, *paths], check=True, timeout=120)
+    for path, value in expected.items():
+        assert_same(torch.load(f"{path}.out.pt", weights_only=True), value)

@@ -11,7 +11,7 @@ import sys
 from typing import Any, ClassVar
 
 import pytest
-from golden_cases import CASES
+from golden_cases import shared_case
 
 import stitchgen
 import stitchgen.pipeline  # noqa: F401  (every record class of the compile path)
@@ -155,7 +155,7 @@ def _ir_objects(node: Any, found: dict[type, Any]) -> None:
 def test_dataclasses_fields_replace_and_asdict_work_on_every_ir_object():
     found: dict[type, Any] = {}
     for name in ("decoder_1_layer", "constants", "get_attr_bindings", "nested_output"):
-        case = CASES[name]("cpu")
+        case = shared_case(name)
         program = stitchgen.lower(case.gm, opaque=tuple(case.submods))
         _ir_objects(program, found)
         _ir_objects(stitchgen.lower(case.gm, boxed=True, unpack=False), found)

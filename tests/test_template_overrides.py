@@ -5,11 +5,12 @@ code plus the lines the override writes, and nothing else. The program's
 shape is the lowering's alone, whichever templates render it."""
 
 import difflib
+import functools
 import re
 from pathlib import Path
 
 import pytest
-from golden_cases import CASES, TEMPLATE_SETS
+from golden_cases import CASES, TEMPLATE_SETS, shared_case
 
 import stitchgen
 from stitchgen import TemplateError, Templates
@@ -47,10 +48,15 @@ def _override(directory, file, block, base):
 
 
 def _code(case_name, templates):
-    case = CASES[case_name]("cpu")
+    case = shared_case(case_name)
     return stitchgen.generate(
         case.gm, opaque=tuple(case.submods), templates=templates, format=False
     ).code
+
+
+@functools.cache
+def _shipped_code(case_name, base):
+    return _code(case_name, Templates(variant=base))
 
 
 @pytest.mark.parametrize("base", [None, "profiled", "vllm"])
@@ -67,12 +73,11 @@ def test_a_one_block_override_adds_only_its_own_lines(tmp_path, base, file, bloc
         with pytest.raises(TemplateError, match=rf":2: .* does not render block {block!r}"):
             _code(CASE_NAMES[0], overridden)
         return
-    shipped = Templates(variant=base)
     marked = 0
     for name in CASE_NAMES:
         code = _code(name, overridden)
         marked += len(MARKER.findall(code))
-        assert MARKER.sub("", code) == _code(name, shipped), (name, block)
+        assert MARKER.sub("", code) == _shipped_code(name, base), (name, block)
     assert marked > 0, f"the {block} block rendered nowhere: the test would prove nothing"
 
 
