@@ -22,7 +22,6 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import torch
 
-from .atomic import staging_dir
 from .conventions import convention_named
 from .errors import ArtifactError
 from .loading import compile_source
@@ -143,6 +142,8 @@ def save_artifact(
     target = Path(path)
     _check_replaceable(target)
     target.parent.mkdir(parents=True, exist_ok=True)
+    from .atomic import staging_dir  # saving only: load_artifact does not import it
+
     staging = staging_dir(target, ".stitchgen-staging")  # mkdir's mode, or the old one's
     aside = None
     try:

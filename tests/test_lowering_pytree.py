@@ -112,7 +112,9 @@ def test_an_artifact_stores_the_specs_and_loads_in_a_fresh_process(tmp_path):
     for name in sorted(CASES):
         gm, inputs = _traced(name)
         for templates in (None, "vllm"):
-            path = stitchgen.generate(gm, templates=templates).save(tmp_path / f"{name}-{templates}")
+            path = stitchgen.generate(gm, templates=templates).save(
+                tmp_path / f"{name}-{templates}"
+            )
             forms = json.loads((path / "consts.json").read_text())
             assert any(f and "treespec_loads(" in f.get("source", "") for f in forms)
             assert_same(stitchgen.load_artifact(path)(*inputs), gm(*inputs))
