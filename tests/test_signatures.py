@@ -9,6 +9,7 @@ import operator
 import pytest
 import torch
 import torch.fx as fx
+from torch.fx._lazy_graph_module import _make_graph_module, _use_lazy_graph_module
 
 import stitchgen
 from stitchgen import CodegenError
@@ -172,6 +173,17 @@ def test_a_placeholder_keeps_its_name_unless_the_code_needs_it():
     code = stitchgen.generate(gm, format=False).code
     assert "def execution_fn(torch_1, input):" in code
     assert torch.equal(stitchgen.compile(gm)(T, input=T), T.to(torch.float64) + T)
+
+    # a builtin the body writes as a value (``key=len``): that parameter is renamed
+    g = fx.Graph()
+    items, length, sort_key = g.placeholder("items"), g.placeholder("len"), g.placeholder("key")
+    ordered = g.call_function(sorted, (items,), {"key": len})
+    g.output((ordered, length, sort_key))
+    with _use_lazy_graph_module(True):  # FX's own code cannot spell key=len
+        gm = _make_graph_module(torch.nn.Module(), g)
+    code = stitchgen.generate(gm, format=False).code
+    assert "def execution_fn(items, len_1, key):" in code and "key=len)" in code
+    assert stitchgen.compile(gm)(["ab", "c"], 1, key=2) == (["c", "ab"], 1, 2)
 
     g = fx.Graph()
     args, torch_in = g.placeholder("*args"), g.placeholder("torch")

@@ -66,12 +66,8 @@ SHARED_GLOBALS = frozenset({"inf", "nan", "torch"})
 #: the builtins the expression writer spells (``float("inf")``,
 #: ``complex(re, im)``, ``slice(...)``, ``getattr(obj, "not-an-identifier")``)
 WRITER_BUILTINS = frozenset({"float", "complex", "slice", "getattr"})
-RESERVED = (
-    frozenset(keyword.kwlist)
-    | frozenset(dir(builtins))
-    | SHARED_GLOBALS
-    | {"operator", "math", "builtins"}
-)
+_BUILTINS = frozenset(dir(builtins))
+RESERVED = frozenset(keyword.kwlist) | _BUILTINS | SHARED_GLOBALS | {"operator", "math", "builtins"}
 
 # compiled on first use (by re's cache): a name to sanitize, a collision
 _INVALID = r"[^0-9A-Za-z_]"
@@ -220,7 +216,7 @@ def _kept_keywords(program: Program, entry: Function) -> dict[str, str]:
     the function's code needs that name for something else. A keyword-only
     parameter that cannot keep its keyword could not be passed at all:
     :class:`CodegenError`."""
-    needed = _needed_globals(program, entry)
+    needed = _needed_globals(program, entry, {p.keyword for p in entry.params})
     kept: dict[str, str] = {}
     keyword_only = False
     for p in entry.params:
@@ -240,13 +236,18 @@ def _kept_keywords(program: Program, entry: Function) -> dict[str, str]:
     return kept
 
 
-def _needed_globals(program: Program, fn: Function) -> set[str]:
-    """The global names ``fn``'s code may need: the modules and builtins
-    its expressions are written with (call targets are bound outside it, by
-    the ``targets`` pass), the builtins the expression writer spells
-    (:data:`WRITER_BUILTINS`), :data:`SHARED_GLOBALS`, and the names
-    reserved for a convention or the templates."""
+def _needed_globals(program: Program, fn: Function, asked: set[str]) -> set[str]:
+    """The global names ``fn``'s code may need, of those ``asked`` about and
+    more: the modules and builtins its expressions are written with (call
+    targets are bound outside it, by the ``targets`` pass), the builtins the
+    expression writer spells (:data:`WRITER_BUILTINS`),
+    :data:`SHARED_GLOBALS`, and the names reserved for a convention or the
+    templates. The body is walked only where an asked name is a builtin or
+    an imported module's: no other name can be one its expressions use."""
     needed = {*SHARED_GLOBALS, *WRITER_BUILTINS, *program.reserved}
+    roots = {module.partition(".")[0] for module in program.imports}
+    if not any(name in _BUILTINS or name in roots for name in asked):
+        return needed  # the common case: inputs named x, positions, ...
 
     def leaf(e: Any) -> Any:
         if type(e) is GlobalRef:
