@@ -56,17 +56,19 @@ from ..ir import (
 
 __all__ = ["RESERVED", "Namespace", "assign_names"]
 
-#: names no generated identifier may take: keywords, builtins, the globals FX
-#: reserves, and the modules generated code (ours or a template override)
-#: most often refers to, whether or not this program imports them
-#: the globals of :data:`RESERVED` a parameter never takes, not even to keep
-#: the keyword callers pass it by: ``torch``, which templates use in function
-#: bodies without reserving it (profiler ranges), and the globals FX reserves
+#: the globals of :data:`RESERVED` an entry parameter never takes, not even
+#: to keep the keyword callers pass it by: ``torch``, which templates use in
+#: function bodies without reserving it (profiler ranges), and the globals
+#: FX reserves
 SHARED_GLOBALS = frozenset({"inf", "nan", "torch"})
 #: the builtins the expression writer spells (``float("inf")``,
 #: ``complex(re, im)``, ``slice(...)``, ``getattr(obj, "not-an-identifier")``)
 WRITER_BUILTINS = frozenset({"float", "complex", "slice", "getattr"})
 _BUILTINS = frozenset(dir(builtins))
+#: names no generated identifier may take: keywords, builtins, the globals FX
+#: reserves, and the modules generated code (ours or a template override)
+#: most often refers to, whether or not this program imports them (an entry
+#: parameter may keep such a name: see :func:`_kept_keywords`)
 RESERVED = frozenset(keyword.kwlist) | _BUILTINS | SHARED_GLOBALS | {"operator", "math", "builtins"}
 
 # compiled on first use (by re's cache): a name to sanitize, a collision
@@ -210,12 +212,11 @@ def assign_names(program: Program) -> Program:
 
 
 def _kept_keywords(program: Program, entry: Function) -> dict[str, str]:
-    """The keywords the entry's parameters keep as their names, by
-    parameter: each plain
-    parameter's (``*args`` and ``**kwargs`` are never passed by name), unless
-    the function's code needs that name for something else. A keyword-only
-    parameter that cannot keep its keyword could not be passed at all:
-    :class:`CodegenError`."""
+    """The keywords the entry's parameters keep as their names, by parameter:
+    each plain parameter's (``*args`` and ``**kwargs`` are never passed by
+    name), unless the function's code needs that name for something else. A
+    keyword-only parameter that cannot keep its keyword could not be passed
+    at all: :class:`CodegenError`."""
     needed = _needed_globals(program, entry, {p.keyword for p in entry.params})
     kept: dict[str, str] = {}
     keyword_only = False
@@ -229,7 +230,7 @@ def _kept_keywords(program: Program, entry: Function) -> dict[str, str]:
         elif keyword_only:
             raise CodegenError(
                 f"placeholder {p.keyword or p.name!r} is keyword-only (after *args), and "
-                f"the generated function cannot take it by that name: the function's "
+                "the generated function cannot take it by that name: the function's "
                 f"code needs {p.keyword!r} for itself (a module, builtin, helper or reserved "
                 "name); rename the input"
             )
