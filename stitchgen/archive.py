@@ -26,7 +26,7 @@ from .conventions import convention_named
 from .errors import ArtifactError
 from .loading import compile_source
 from .portable import check_forms, missing_modules, read_consts, write_consts
-from .torch_release import torch_version
+from .torch_versions import torch_version
 from .version import __version__
 
 if TYPE_CHECKING:

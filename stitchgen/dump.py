@@ -21,7 +21,7 @@ from pathlib import Path
 
 from .atomic import write_atomic
 from .ir import Program, writes
-from .torch_release import torch_version
+from .torch_versions import torch_version
 from .version import __version__
 
 __all__ = ["dump_text", "emit_trace", "write_dump"]

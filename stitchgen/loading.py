@@ -30,12 +30,9 @@ from .errors import BindingError
 
 __all__ = [
     "Loadable",
-    "bind_code",
     "clear_compile_cache",
     "compile_cache_info",
     "compile_source",
-    "exec_source",
-    "keep_source",
     "load",
     "source_filename",
 ]
@@ -149,48 +146,21 @@ def load(
         raise BindingError(
             f"the code expects {len(program.consts)} constants, got {len(generated.consts)}"
         )
-    return bind_code(
-        generated.code,
-        name=generated.name,
-        binder=generated.binder,
-        convention=generated.convention,
-        submod_names=list(generated.submod_names),
-        consts=list(generated.consts),
-        submods=submods or {},
-        defaults=generated.submods,
-        code_object=generated.code_object,
-        inlined=generated.inlined,
-    )
-
-
-def bind_code(
-    code: str,
-    *,
-    name: str,
-    binder: str,
-    convention: str,
-    submod_names: list[str],
-    consts: list[Any],
-    submods: Mapping[str, Callable[..., Any]],
-    defaults: Mapping[str, Callable[..., Any]] | None = None,
-    code_object: types.CodeType | None = None,
-    inlined: Collection[str] = (),
-) -> Callable[..., Any]:
-    """Run generated module ``code`` and bind it: what :func:`load` does,
-    from plain values (an artifact's warm start needs no IR). ``inlined``
-    are the children the code calls by itself: a listed one may be bound to
-    None, and a binding given for any of them is ignored."""
     try:
-        rules = convention_named(convention)
+        rules = convention_named(generated.convention)
     except ValueError as exc:
         raise BindingError(str(exc)) from None
-    pieces = _bindings(submod_names, submods, defaults or {}, inlined)
-    namespace = exec_source(code, name, rules.module_globals(consts), code_object=code_object)
-    fn = rules.bind(namespace, name=name, binder=binder, pieces=pieces, consts=consts)
-    return keep_source(fn, code, name)
+    pieces = _bindings(
+        list(generated.submod_names), submods or {}, generated.submods or {}, generated.inlined
+    )
+    consts = list(generated.consts)
+    code, name = generated.code, generated.name
+    namespace = _exec_source(code, name, rules.module_globals(consts), generated.code_object)
+    fn = rules.bind(namespace, name=name, binder=generated.binder, pieces=pieces, consts=consts)
+    return _keep_source(fn, code, name)
 
 
-def exec_source(
+def _exec_source(
     code: str,
     name: str,
     extra: Mapping[str, Any] | None = None,
@@ -205,7 +175,7 @@ def exec_source(
     return namespace
 
 
-def keep_source(fn: Any, code: str, name: str) -> Any:
+def _keep_source(fn: Any, code: str, name: str) -> Any:
     """Keep ``code`` in :mod:`linecache` while ``fn`` lives (for tracebacks)."""
     filename = source_filename(code, name)
     _register(filename, code)

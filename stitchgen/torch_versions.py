@@ -50,6 +50,7 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
+import torch
 import torch.fx as fx
 from torch._library import opaque_object
 
@@ -58,8 +59,17 @@ __all__ = [
     "is_opaque_reference_type",
     "split_returns_tuples",
     "split_tupled",
+    "torch_version",
     "tuple_single_outputs",
 ]
+
+
+def torch_version() -> str:
+    """torch's release as everything stitchgen writes records it
+    (artifacts, dumps, golden ``VERSIONS``): ``2.13.0`` for ``2.13.0+cpu``,
+    the build tag not part of it."""
+    return str(torch.__version__).split("+")[0]
+
 
 #: Is this type an opaque reference type (torch 2.14+: "symbolic")? State,
 #: never a constant. The old name only where the new one is missing (< 2.14).

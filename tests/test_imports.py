@@ -59,7 +59,7 @@ WARM_PATH = {
     "stitchgen.loading",
     "stitchgen.portable",
     "stitchgen.records",
-    "stitchgen.torch_release",
+    "stitchgen.torch_versions",
     "stitchgen.version",
 }
 

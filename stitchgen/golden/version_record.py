@@ -70,6 +70,6 @@ def environment() -> str:
 
 
 def _running_torch() -> str:
-    from ..torch_release import torch_version
+    from ..torch_versions import torch_version
 
     return torch_version()

@@ -9,7 +9,7 @@ import math
 from typing import Any
 
 from .nodes import CLASSES, Literal
-from .statements import Function, Param, Program, Unbox
+from .statements import Program
 
 
 def _literal_to_json(value: Any) -> Any:
@@ -80,23 +80,9 @@ def from_json(data: Any, const_values: tuple[Any, ...] = ()) -> Any:
     if cls is Literal:
         return Literal(_literal_from_json(data["value"]))
     kwargs = {k: from_json(v) for k, v in data.items() if k != "_type"}
-    if cls is Function and "box" in kwargs:  # written before Unbox was a statement
-        kwargs = _unboxed(kwargs)
     if cls is Program:
         declared = len(kwargs["consts"])
         if len(const_values) != declared:
             raise ValueError(f"program declares {declared} constants, got {len(const_values)}")
         kwargs["const_values"] = tuple(const_values)
     return cls(**kwargs)
-
-
-def _unboxed(kwargs: dict[str, Any]) -> dict[str, Any]:
-    """A function as JSON wrote it when a boxed function was a field
-    (``box``, the list; ``params``, what it held): its list as the one
-    parameter, and an :class:`Unbox` opening its body."""
-    box = kwargs.pop("box")
-    if box:
-        targets = tuple(p.name for p in kwargs["params"])
-        kwargs["params"] = (Param(box),)
-        kwargs["body"] = (Unbox(targets, box), *kwargs["body"])
-    return kwargs

@@ -17,18 +17,14 @@ functions and twins), ``twins`` (:func:`fingerprint`), ``pytree`` (the pytree ca
 and ``reading`` (what is read from FX, how argument values are classified).
 """
 
-from ..conventions import NAME_FORMATS
 from .program import ConstPool, build_program
-from .reading import fetch_attr, is_inlinable, pytree_info, source_location
+from .reading import fetch_attr, pytree_info
 from .twins import fingerprint
 
 __all__ = [
-    "NAME_FORMATS",
     "ConstPool",
     "build_program",
     "fetch_attr",
     "fingerprint",
-    "is_inlinable",
     "pytree_info",
-    "source_location",
 ]

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from stitchgen.cli import main
-from stitchgen.torch_release import torch_version
+from stitchgen.torch_versions import torch_version
 
 SCRIPT = Path(sys.executable).parent / "stitchgen"
 
