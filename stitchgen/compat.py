@@ -39,7 +39,7 @@ with collector.paused():  # the compile path's modules: see collector.py
     from .conventions import VLLM
     from .errors import BindingError
     from .generated import Generated
-    from .ir import Calling, FunctionRef, Program
+    from .ir import Calling, FunctionRef, Program, iter_statements
     from .loading import load
     from .lowering import ConstPool
     from .pipeline import dump_if_asked, produce, tracing
@@ -108,7 +108,7 @@ def _refuse_nested_calls(program: Program) -> None:
     every child) — not by fetching every child again. (A child that calls a
     module has no twin, so its function's ``origin`` is its own path.)"""
     calls_a_module: dict[int, bool] = {}
-    for stmt in program.entry.body:
+    for stmt in iter_statements(program.entry.body):
         callee = getattr(stmt, "callee", None)
         if not isinstance(callee, FunctionRef):
             continue
@@ -116,7 +116,7 @@ def _refuse_nested_calls(program: Program) -> None:
         if known is None:
             body = program.functions[callee.index].body
             known = calls_a_module[callee.index] = any(
-                isinstance(s, Calling) and s.is_piece for s in body
+                isinstance(s, Calling) and s.is_piece for s in iter_statements(body)
             )
         if known:
             found = dict(zip([d.path for d in program.submods], program.submod_values, strict=True))

@@ -7,8 +7,10 @@ Where the shipped templates are in effect — the built-ins, or the
 parse of the templates per process and a scoped block per statement; this
 module writes the same text directly. :class:`Emitter` has a method per
 template block (``header``, ``imports``, ``binder``, ``signature``, and one
-per statement kind: ``call``, ``getitem``, ``assign``, ``delete``,
-``return_``, with ``call_head``/``call_expr`` for the template path), and
+per statement kind, named for the block the statement's class names by one
+rule, :func:`~stitchgen.ir.block_method`: ``call``, ``getitem``,
+``assign``, ``del_``, ``return_``, ``unbox``; with
+``call_head``/``call_expr`` for the template path), and
 each shipped variant is a subclass that overrides the blocks whose text
 differs (``variant_emitters.py``: the variants, their registry and
 :func:`~stitchgen.variant_emitters.emit`). Expressions come
@@ -28,14 +30,13 @@ black run; a line outside the shapes ``layout`` knows raises
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
-from types import MappingProxyType
+from collections.abc import Iterable, Mapping
 from typing import Any, ClassVar
 
 from .errors import TemplateError
 from .expressions import Writer, comment_source, dotted_source, name_items
 from .identifiers import checked
-from .ir import DictExpr, Function, ListExpr, Program, TupleExpr, UnpackCall
+from .ir import DictExpr, Function, ListExpr, Program, TupleExpr, UnpackCall, block_method
 
 __all__ = ["HEADER", "INDENT", "Emitter", "ident"]
 
@@ -74,18 +75,6 @@ class Emitter:
     variant: ClassVar[str | None] = None
     #: the ``header`` block's text
     header_text: ClassVar[str] = HEADER
-    #: the statement blocks' methods, by block (built per class from ``blocks``)
-    _dispatch: ClassVar[Mapping[str, Callable[[Any, Any, str], None]]]
-    #: the statement blocks, by the name a statement class gives (``template``)
-    blocks: ClassVar[Mapping[str, str]] = MappingProxyType(
-        {
-            "call": "call",
-            "getitem": "getitem",
-            "assign": "assign",
-            "del": "delete",
-            "return": "return_",
-        }
-    )
 
     def __init__(
         self,
@@ -103,10 +92,6 @@ class Emitter:
         #: the templates' globals (a variant may read one, as its template does)
         self.options = options or {}
         self.out: list[str] = []
-
-    def __init_subclass__(cls, **kwargs: Any) -> None:
-        super().__init_subclass__(**kwargs)
-        cls._dispatch = _dispatch_table(cls)
 
     # -- output --------------------------------------------------------------
 
@@ -187,25 +172,25 @@ class Emitter:
     # -- function.py.j2 --------------------------------------------------------
 
     def function(self, fn: Function, indent: str) -> None:
-        """``signature``, ``unbox``, then ``body`` (``decorators``,
-        ``prologue`` and ``epilogue`` are empty in the shipped templates)."""
+        """``signature``, ``unbox`` (:meth:`opening`), then ``body``
+        (``decorators``, ``prologue`` and ``epilogue`` are empty in the
+        shipped templates)."""
         self.signature(fn, indent)
-        self.unbox(fn, indent + INDENT)
+        self.opening(fn, indent + INDENT)
         self.body(fn, indent + INDENT)
 
     def signature(self, fn: Function, indent: str) -> None:
         """The ``def`` line."""
         self.define(indent, ident(fn.name), self.writer.param_items(fn.params))
 
-    def unbox(self, fn: Function, indent: str) -> None:
-        """What runs first: the statements that open the body
-        (:attr:`~stitchgen.ir.Function.opening`: a boxed function's
-        unpacking of its list, and the list emptied) — the ``unbox`` block;
+    def opening(self, fn: Function, indent: str) -> None:
+        """What runs first — the ``unbox`` block of ``function.py.j2``: the
+        statements that open the body (:attr:`~stitchgen.ir.Function.opening`:
+        a boxed function's unpacking of its list, and the list emptied);
         nothing for a plain function."""
-        for stmt in fn.opening:
-            self.unpack(stmt, indent)
+        self.statements(fn.opening, indent)
 
-    def unpack(self, stmt: Any, indent: str) -> None:
+    def unbox(self, stmt: Any, indent: str) -> None:
         """``a, b = args`` and ``args.clear()`` (an :class:`~stitchgen.ir.Unbox`)."""
         box = ident(stmt.box)
         if stmt.targets:
@@ -228,18 +213,35 @@ class Emitter:
         self.line(f"{indent}{box}.clear()")
 
     def body(self, fn: Function, indent: str) -> None:
-        # the class's table of plain functions: bound methods kept on the
-        # instance would tie it (and the program) into a reference cycle
-        dispatch = type(self)._dispatch
-        for stmt in fn.statements:
-            block = dispatch.get(getattr(stmt, "template", None))  # type: ignore[arg-type]
-            if block is None:
-                raise TemplateError(
-                    f"function.py.j2 (built-in): no block renders a {type(stmt).__name__} "
-                    f"statement (its template names {getattr(stmt, 'template', None)!r})",
-                    template="function.py.j2",
-                )
-            block(self, stmt, indent)
+        """The ``body`` block: the statements after the opening."""
+        self.statements(fn.statements, indent)
+
+    def statements(self, body: Iterable[Any], indent: str) -> None:
+        """Each statement of ``body`` (a function's, or a nested one: a
+        statement that holds a body writes it with this) at ``indent``."""
+        for stmt in body:
+            self.statement(stmt, indent)
+
+    def statement(self, stmt: Any, indent: str) -> None:
+        """One statement, by the method its class's block names
+        (:func:`~stitchgen.ir.block_method`: ``getitem`` for a ``GetItem``,
+        ``del_`` for a ``Del``); a kind with no such method is a
+        :class:`TemplateError`, never nothing."""
+        kind = type(stmt)
+        name = _METHODS.get(kind)
+        if name is None:
+            block = getattr(kind, "template", None)
+            name = _METHODS[kind] = block_method(block) if isinstance(block, str) else ""
+        method = getattr(self, name, None) if name else None
+        if method is None:
+            where = f"the {self.variant} variant" if self.variant else "built-in"
+            raise TemplateError(
+                f"function.py.j2 ({where}): no block renders a {kind.__name__} statement (its "
+                f"class names the block {getattr(kind, 'template', None)!r}, and the emitter "
+                f"has no method {name!r} for the generic statement block)",
+                template="function.py.j2",
+            )
+        method(stmt, indent)
 
     def call(self, stmt: Any, indent: str) -> None:
         """``target = callee(arguments)`` (the ``call`` block)."""
@@ -295,7 +297,7 @@ class Emitter:
     def assign(self, stmt: Any, indent: str) -> None:
         self.value(indent, f"{ident(stmt.target)} = ", stmt.value)
 
-    def delete(self, stmt: Any, indent: str) -> None:
+    def del_(self, stmt: Any, indent: str) -> None:
         """``del names`` (the ``del`` block)."""
         names = name_items(stmt.names)
         text = f"{indent}del {', '.join(names)}"
@@ -323,9 +325,6 @@ class Emitter:
         )
 
 
-def _dispatch_table(cls: type[Emitter]) -> Mapping[str, Callable[[Any, Any, str], None]]:
-    """Statement block name -> the method (a plain function) that writes it."""
-    return MappingProxyType({t: getattr(cls, method) for t, method in cls.blocks.items()})
-
-
-Emitter._dispatch = _dispatch_table(Emitter)
+#: the emitter method of each statement class (a cache, safe to share: a
+#: class's block does not change)
+_METHODS: dict[type, str] = {}

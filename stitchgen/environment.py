@@ -249,13 +249,6 @@ def _finalize(context: jinja2.runtime.Context, value: Any) -> Any:
     )
 
 
-def _unknown_statement(stmt: Any) -> None:
-    raise TemplateError(
-        f"no block renders a {type(stmt).__name__} statement (template "
-        f"{getattr(stmt, 'template', None)!r}); add it to function.py.j2's dispatch"
-    )
-
-
 def build_environment(
     builtin: Path,
     search: Sequence[str],
@@ -285,7 +278,6 @@ def build_environment(
         bytecode_cache=bytecode_cache,
     )
     env.context_class = _Context
-    env.globals["unknown_statement"] = _unknown_statement
     for name, fn in list(env.filters.items()):
         env.filters[name] = _guard(name, fn)
     env.filters.update({name: _strict(fn) for name, fn in filters.items()})

@@ -13,12 +13,14 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable, Iterable
-from typing import Any
+from typing import Any, cast
 
 from markupsafe import Markup
 
 from .emitter import INDENT, Emitter
+from .errors import TemplateError
 from .expressions import Writer, comment_source, dotted_source, name_items
+from .ir import STATEMENTS, Unbox, block_method
 from .literals import literal_source
 
 __all__ = [
@@ -143,7 +145,23 @@ class BlockText:
         return self._capture(self._emitter.signature, _ir(fn, "signature"), "")
 
     def unbox(self, fn: Any) -> Code:
-        return self._capture(self._emitter.unbox, _ir(fn, "unbox"), INDENT)
+        """The function's opening (a boxed function's unpacking), as the
+        ``unbox`` block writes it."""
+        return self._capture(self._emitter.opening, _ir(fn, "unbox"), INDENT)
+
+    def statement(self, stmt: Any) -> Code:
+        """Any statement, by its kind's emitter method: the generic
+        ``statement`` block, for a kind with no block of its own. An
+        :class:`~stitchgen.ir.Unbox` is refused: it opens the function, and
+        the ``unbox`` block has written it (a loop over ``fn.body``, not
+        ``fn.statements``, meets it again)."""
+        if type(stmt) is Unbox:
+            raise TemplateError(
+                "function.py.j2: an Unbox reached the statement block: it opens the "
+                "function and the unbox block writes it; loop over fn.statements, not fn.body",
+                template="function.py.j2",
+            )
+        return self._capture(self._emitter.statement, _ir(stmt, "statement"), INDENT)
 
     def call_head(self, stmt: Any) -> Code:
         return Code(self._emitter.call_head(_ir(stmt, "call_head"), INDENT))
@@ -157,17 +175,24 @@ class BlockText:
     def call_expr(self, stmt: Any) -> Code:
         return Code(self._emitter.call_expr(_ir(stmt, "call_expr")))
 
-    def getitem(self, stmt: Any) -> Code:
-        return self._capture(self._emitter.getitem, _ir(stmt, "getitem"), INDENT)
 
-    def assign(self, stmt: Any) -> Code:
-        return self._capture(self._emitter.assign, _ir(stmt, "assign"), INDENT)
+def _statement_text(method: str) -> Callable[[BlockText, Any], Code]:
+    def text(self: BlockText, stmt: Any) -> Code:
+        return self._capture(getattr(self._emitter, method), _ir(stmt, method), INDENT)
 
-    def delete(self, stmt: Any) -> Code:
-        return self._capture(self._emitter.delete, _ir(stmt, "delete"), INDENT)
+    text.__name__ = text.__qualname__ = method
+    text.__doc__ = f"The statement as its block writes it (the emitter's ``{method}``)."
+    return text
 
-    def return_(self, stmt: Any) -> Code:
-        return self._capture(self._emitter.return_, _ir(stmt, "return_"), INDENT)
+
+# one method per statement kind, named by the one rule (``emit.getitem(stmt)``,
+# ``emit.del_(stmt)``): a kind's own methods above (``call``'s parts, the
+# ``unbox`` block's function-wide text) are kept
+for _kind in STATEMENTS:
+    _method = block_method(cast(Any, _kind).template)
+    if not hasattr(BlockText, _method):
+        setattr(BlockText, _method, _statement_text(_method))
+del _kind, _method
 
 
 def _ir(node: Any, method: str) -> Any:

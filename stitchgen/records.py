@@ -42,7 +42,16 @@ class Schema:
     """A class's dataclass fields as :class:`Record` and the IR walker read
     them (class data, computed once per class)."""
 
-    __slots__ = ("compared", "deleting", "fields", "reading", "roles", "shown", "writing")
+    __slots__ = (
+        "bodies",
+        "compared",
+        "deleting",
+        "fields",
+        "reading",
+        "roles",
+        "shown",
+        "writing",
+    )
 
     def __init__(self, cls: type) -> None:
         fields = dataclasses.fields(cls)
@@ -71,6 +80,8 @@ class Schema:
             for n, role in self.roles
             if role in ("expr", "exprs", "kwargs", "pairs", "consumes")
         )
+        #: the fields holding nested bodies (``body``: a tuple of statements)
+        self.bodies = tuple(n for n, role in self.roles if role == "body")
 
 
 #: schemas by class (a cache, safe to share: a class's fields do not change)

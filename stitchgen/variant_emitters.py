@@ -15,7 +15,7 @@ from .emitter import INDENT, Emitter, ident
 from .errors import TemplateError
 from .expressions import Writer
 from .identifiers import NotAnIdentifier
-from .ir import Function, Param, Program
+from .ir import Function, FunctionRef, Param, Program, SubmodRef, iter_statements
 from .literals import literal_source
 
 __all__ = ["EMITTERS", "ProfiledEmitter", "VllmEmitter", "emit", "emit_for"]
@@ -34,11 +34,11 @@ class ProfiledEmitter(Emitter):
         if "torch" not in self.program.imports:
             self.out.append("import torch\n")
 
-    def unbox(self, fn: Function, indent: str) -> None:
+    def opening(self, fn: Function, indent: str) -> None:
         """The unpacking, then — in a function that calls a piece — the one
         check per call of whether a profiler is on."""
-        super().unbox(fn, indent)
-        if any(getattr(stmt, "is_piece", False) for stmt in fn.body):
+        super().opening(fn, indent)
+        if any(getattr(stmt, "is_piece", False) for stmt in iter_statements(fn.body)):
             self.line(f"{indent}profiling = torch.autograd._profiler_enabled()")
 
     def call(self, stmt: Any, indent: str) -> None:
@@ -84,7 +84,7 @@ class VllmEmitter(Emitter):
 
     def __init__(self, program: Program, **kwargs: Any) -> None:
         super().__init__(program, **kwargs)
-        self.needs_submods = program.functions_calling_submods()
+        self.needs_submods = functions_calling_submods(program)
 
     def binder(self) -> None:
         gap = "\n\n" if self.black else "\n"  # black: two blank lines between top-level defs
@@ -117,6 +117,26 @@ class VllmEmitter(Emitter):
         if stmt.inlined in self.needs_submods:
             items.append(f"{VLLM.submods_param}={VLLM.submods_param}")
         return callee, items
+
+
+def functions_calling_submods(program: Program) -> frozenset[str]:
+    """Names of the functions that call a bound submodule, directly or
+    through an inlined function, at any depth of their bodies (the vllm
+    convention passes ``__vllm_submods__`` to these)."""
+    direct: dict[str, set[str]] = {}
+    needs: set[str] = set()
+    for fn in program.functions:
+        calls = direct.setdefault(fn.name, set())
+        for stmt in iter_statements(fn.body):
+            callee = getattr(stmt, "callee", None)
+            if isinstance(callee, SubmodRef):
+                needs.add(fn.name)
+            elif isinstance(callee, FunctionRef):
+                calls.add(callee.name)
+    for fn in program.functions:  # callees come first: one ordered sweep suffices
+        if direct[fn.name] & needs:
+            needs.add(fn.name)
+    return frozenset(needs)
 
 
 def keyword_only(params: Sequence[Param], items: list[str], name: str) -> list[str]:

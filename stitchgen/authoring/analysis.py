@@ -217,7 +217,9 @@ class Walk:
             yes, rest = self._narrow(test, ctx, rest)
             self._body(body, ctx, yes, src)
             branches.append(yes)
-        rest = dict(rest)
+        # what no branch took: a statement kind of your own, where the
+        # branches took every kind the IR knows (its type is not known)
+        rest = {name: (None if types == frozenset() else types) for name, types in rest.items()}
         self._body(node.else_, ctx, rest, src)
         for branch in [*branches, rest]:  # what a branch sets is set after the if
             for name, types in branch.items():

@@ -46,7 +46,16 @@ from typing import TYPE_CHECKING, Any
 
 from ..records import Schema
 from .nodes import (
+    BODY,
+    CONSUMES,
+    DELETES,
+    EXPR,
+    EXPRS,
+    KWARGS,
+    PAIRS,
     PRIMITIVE_TYPES,
+    TARGET,
+    TARGETS,
     Callee,
     ConstRef,
     DictExpr,
@@ -80,14 +89,33 @@ from .statements import (
     TargetDecl,
     Unbox,
     UnpackCall,
+    block_method,
 )
-from .walker import defines, deletes, map_bodies, map_expr, map_stmt, reads, writes
+from .walker import (
+    defines,
+    deletes,
+    iter_statements,
+    map_bodies,
+    map_expr,
+    map_stmt,
+    reads,
+    writes,
+)
 
 if TYPE_CHECKING:
     from .serialization import from_json, to_json
     from .verifier import verify
 
 __all__ = [
+    "BODY",
+    "CONSUMES",
+    "DELETES",
+    "EXPR",
+    "EXPRS",
+    "KWARGS",
+    "PAIRS",
+    "TARGET",
+    "TARGETS",
     "Assign",
     "Call",
     "Callee",
@@ -121,9 +149,11 @@ __all__ = [
     "TupleExpr",
     "Unbox",
     "UnpackCall",
+    "block_method",
     "defines",
     "deletes",
     "from_json",
+    "iter_statements",
     "map_bodies",
     "map_expr",
     "map_stmt",

@@ -22,6 +22,10 @@ DELETES = {"role": "deletes"}  # the locals a statement deletes
 #: the local a statement reads for the last time and ends (no ``del`` is
 #: written for it: a boxed function's list, emptied by its unpacking)
 CONSUMES = {"role": "consumes"}
+#: a nested body: a tuple of statements that run inside the statement (a
+#: branch, a loop, a ``with``); the walker maps them, and what they read and
+#: assign is the statement's own (no ``del`` is placed inside it)
+BODY = {"role": "body"}
 
 #: the IR's classes by name (``from_json``), filled by ``Node``
 CLASSES: dict[str, type[Node]] = {}

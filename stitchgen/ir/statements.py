@@ -4,6 +4,7 @@ bindings, constants and targets, and :class:`Program`."""
 
 from __future__ import annotations
 
+import keyword
 import typing
 from dataclasses import field
 from typing import Any, ClassVar
@@ -27,6 +28,19 @@ from .nodes import (
 
 # --------------------------------------------------------------------------
 # statements
+
+
+def block_method(block: str) -> str:
+    """The emitter method, and ``emit``'s, that writes a statement whose
+    class names the template block ``block`` (``template: ClassVar[str]``):
+    the block's own name, with ``_`` appended where it is a keyword — the
+    one rule from a statement kind to its code, as sqlglot derives
+    ``<key>_sql``.
+
+    >>> block_method("getitem"), block_method("del"), block_method("return")
+    ('getitem', 'del_', 'return_')
+    """
+    return block + "_" if keyword.iskeyword(block) else block
 
 
 @record
@@ -188,6 +202,8 @@ class Unbox(Node):
 
 
 Stmt = Assign | Call | UnpackCall | GetItem | Del | Return | Unbox
+#: what a function's body holds after its opening (:attr:`Function.statements`)
+BodyStmt = Assign | Call | UnpackCall | GetItem | Del | Return
 
 #: every statement class, from the ``Stmt`` union
 STATEMENTS: tuple[type, ...] = typing.get_args(Stmt)
@@ -252,9 +268,10 @@ class Function(Node):
         return self.body[:count]
 
     @property
-    def statements(self) -> tuple[Stmt, ...]:
-        """The body after its :attr:`opening` (what the ``body`` block renders)."""
-        return self.body[len(self.opening) :]
+    def statements(self) -> tuple[BodyStmt, ...]:
+        """The body after its :attr:`opening` (what the ``body`` block
+        renders: no :class:`Unbox`, which only opens a function)."""
+        return self.body[len(self.opening) :]  # type: ignore[return-value]
 
 
 @record
@@ -354,22 +371,3 @@ class Program(Node):
     @property
     def entry(self) -> Function:
         return self.functions[-1]
-
-    def functions_calling_submods(self) -> frozenset[str]:
-        """Names of the functions that call a bound submodule, directly or
-        through an inlined function (a convention that passes bindings as
-        arguments must pass them to these)."""
-        direct: dict[str, set[str]] = {}
-        needs: set[str] = set()
-        for fn in self.functions:
-            calls = direct.setdefault(fn.name, set())
-            for stmt in fn.body:
-                callee = getattr(stmt, "callee", None)
-                if isinstance(callee, SubmodRef):
-                    needs.add(fn.name)
-                elif isinstance(callee, FunctionRef):
-                    calls.add(callee.name)
-        for fn in self.functions:  # callees come first: one ordered sweep suffices
-            if direct[fn.name] & needs:
-                needs.add(fn.name)
-        return frozenset(needs)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from typing import Any
 
@@ -56,8 +57,8 @@ def _verify_function(
         live.add(p.name)
     for i, stmt in enumerate(fn.body):
         at = f"function {fn.name!r}, statement {i} ({type(stmt).__name__})"
-        if not isinstance(stmt, STATEMENTS):
-            fail(f"{at}: not an IR statement")
+        if not isinstance(stmt, STATEMENTS) and not _own_kind(stmt):
+            fail(f"{at}: not an IR statement (nor a dataclass whose class names a block)")
         if type(stmt) is Unbox and i >= len(fn.opening):
             fail(f"{at}: an Unbox opens its function, before any other statement")
         for name in reads(stmt):
@@ -79,6 +80,13 @@ def _verify_function(
             live.add(name)
     if not fn.body or type(fn.body[-1]) is not Return:
         fail(f"function {fn.name!r} does not end with a return")
+
+
+def _own_kind(stmt: Any) -> bool:
+    """A statement kind of your own: a dataclass instance whose class names
+    the block that renders it (``template``)."""
+    kind = type(stmt)
+    return dataclasses.is_dataclass(kind) and isinstance(getattr(kind, "template", None), str)
 
 
 def _leaves(stmt: Stmt) -> list[Any]:

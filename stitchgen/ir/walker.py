@@ -1,15 +1,19 @@
 """The one walker every pass goes through: :func:`map_expr`,
 :func:`map_stmt`, :func:`map_bodies` rebuild what changed (and hand back the
 very same object when nothing did); :func:`reads`, :func:`writes`,
-:func:`deletes`, :func:`defines` say what a statement does to locals. Each
-reads a class's fields by their roles (:func:`~stitchgen.records.schema_of`),
-so a field added to a class is carried by all of them."""
+:func:`deletes`, :func:`defines` say what a statement does to locals;
+:func:`iter_statements` visits every statement of a body, nested bodies
+included. Each reads a class's fields by their roles
+(:func:`~stitchgen.records.schema_of`), so a field added to a class is
+carried by all of them, and a statement that holds a body of its own (the
+``body`` role) is walked into by all of them: what its body reads and
+assigns is the statement's own."""
 
 from __future__ import annotations
 
 import dataclasses
 import operator
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 from ..records import schema_of
@@ -23,7 +27,7 @@ from .nodes import (
     SubmodRef,
     TargetRef,
 )
-from .statements import Program, Stmt
+from .statements import STATEMENTS, Program, Stmt
 
 #: the IR's own classes (the walker copies their fields directly)
 _OWN = frozenset(CLASSES.values())
@@ -106,11 +110,14 @@ def map_stmt(
     stmt: Stmt,
     expr: Callable[[Any], Any] | None = None,
     local: Callable[[str], str] | None = None,
+    nested: Callable[[Stmt], Stmt] | None = None,
 ) -> Stmt:
     """``stmt`` rebuilt with ``expr`` applied to each of its expressions
     (whole: combine with :func:`map_expr` to reach leaves) and ``local`` to
-    each local it assigns, deletes or consumes; every other field is kept
-    (``stmt`` itself when nothing changed)."""
+    each local it assigns, deletes or consumes, and each statement of a
+    nested body rebuilt by ``nested`` (default: this function, with the same
+    ``expr`` and ``local``); every other field is kept (``stmt`` itself when
+    nothing changed)."""
     changes: dict[str, Any] = {}
     for name, role in _roles(type(stmt)):
         value = getattr(stmt, name)
@@ -120,21 +127,48 @@ def map_stmt(
         elif role in ("targets", "deletes"):
             if local is not None:
                 changes[name] = _map_items(value, local)
+        elif role == "body":
+            inner = nested or (lambda s: map_stmt(s, expr, local))
+            changes[name] = _map_items(value, inner)
         elif expr is not None:
             changes[name] = _map_field(value, role, expr)
     result: Stmt = _rebuilt(stmt, changes)
     return result
 
 
+def _map_body(body: tuple[Stmt, ...], fn: Callable[[Stmt], Iterable[Stmt]]) -> tuple[Stmt, ...]:
+    out = []
+    for stmt in body:
+        for new in fn(stmt):
+            fields = _FLAT if type(new) in _FLAT_KINDS else _schema(type(new)).bodies
+            if fields:
+                new = _rebuilt(new, {f: _map_body(getattr(new, f), fn) for f in fields})
+            out.append(new)
+    return _same_or(tuple(out), body)
+
+
 def map_bodies(program: Program, fn: Callable[[Stmt], Iterable[Stmt]]) -> Program:
-    """``program`` with every statement of every function replaced by what
-    ``fn`` returns for it (zero, one or more statements)."""
-    functions = tuple(
-        _rebuilt(f, {"body": _same_or(tuple([out for s in f.body for out in fn(s)]), f.body)})
-        for f in program.functions
-    )
+    """``program`` with every statement of every function — nested bodies
+    included — replaced by what ``fn`` returns for it (zero, one or more
+    statements)."""
+    functions = tuple(_rebuilt(f, {"body": _map_body(f.body, fn)}) for f in program.functions)
     result: Program = _rebuilt(program, {"functions": _same_or(functions, program.functions)})
     return result
+
+
+#: the IR's own statement classes: none holds a body (tests/test_ir_walker.py)
+_FLAT_KINDS = frozenset(STATEMENTS)
+_FLAT: tuple[str, ...] = ()
+
+
+def iter_statements(body: Iterable[Stmt]) -> Iterator[Stmt]:
+    """Every statement of ``body``, and of the bodies nested in them, in
+    source order (a statement before the statements of its bodies)."""
+    for stmt in body:
+        yield stmt
+        fields = _FLAT if type(stmt) in _FLAT_KINDS else _schema(type(stmt)).bodies
+        for name in fields:
+            yield from iter_statements(getattr(stmt, name))
 
 
 def _collect_names(expr: Any, out: list[str]) -> None:
@@ -159,8 +193,9 @@ def _collect_names(expr: Any, out: list[str]) -> None:
 
 def reads(stmt: Stmt) -> list[str]:
     """Local names a statement reads, in source order (repeats possible)."""
+    schema = _schema(type(stmt))
     out: list[str] = []
-    for name, role in _schema(type(stmt)).reading:
+    for name, role in schema.reading:
         value = getattr(stmt, name)
         if role == "expr":
             _collect_names(value, out)
@@ -179,17 +214,26 @@ def reads(stmt: Stmt) -> list[str]:
             for key, item in value:
                 _collect_names(key, out)
                 _collect_names(item, out)
+    for name in schema.bodies:  # its body's reads of what it did not assign
+        inner: set[str] = set()
+        for nested in getattr(stmt, name):
+            out.extend(n for n in reads(nested) if n not in inner)
+            inner.update(writes(nested))
     return out
 
 
 def writes(stmt: Stmt) -> list[str]:
-    """Local names a statement assigns, in order."""
+    """Local names a statement assigns (its nested bodies' included), in order."""
+    schema = _schema(type(stmt))
     out: list[str] = []
-    for name, role in _schema(type(stmt)).writing:
+    for name, role in schema.writing:
         if role == "target":
             out.append(getattr(stmt, name))
         else:
             out.extend(getattr(stmt, name))
+    for name in schema.bodies:
+        for nested in getattr(stmt, name):
+            out.extend(writes(nested))
     return out
 
 

@@ -304,7 +304,7 @@ class _Renamer:
         return e  # Literal, GlobalRef
 
     def stmt(self, s: Stmt) -> Stmt:
-        renamed = map_stmt(s, expr=self.expr, local=self.locals.__getitem__)
+        renamed = map_stmt(s, expr=self.expr, local=self.locals.__getitem__, nested=self.stmt)
         if isinstance(renamed, Calling) and type(renamed.callee) is FunctionRef and renamed.kwargs:
             kw = self.keywords.get(renamed.callee.name, {})  # its parameters were renamed
             pairs = tuple((kw.get(k, k), v) for k, v in renamed.kwargs)
