@@ -139,18 +139,19 @@ def map_stmt(
 def _map_body(body: tuple[Stmt, ...], fn: Callable[[Stmt], Iterable[Stmt]]) -> tuple[Stmt, ...]:
     out = []
     for stmt in body:
-        for new in fn(stmt):
-            fields = _FLAT if type(new) in _FLAT_KINDS else _schema(type(new)).bodies
-            if fields:
-                new = _rebuilt(new, {f: _map_body(getattr(new, f), fn) for f in fields})
-            out.append(new)
+        fields = _FLAT if type(stmt) in _FLAT_KINDS else _schema(type(stmt)).bodies
+        if fields:  # its bodies first: fn sees the statement with them mapped
+            stmt = _rebuilt(stmt, {f: _map_body(getattr(stmt, f), fn) for f in fields})
+        out.extend(fn(stmt))
     return _same_or(tuple(out), body)
 
 
 def map_bodies(program: Program, fn: Callable[[Stmt], Iterable[Stmt]]) -> Program:
     """``program`` with every statement of every function — nested bodies
     included — replaced by what ``fn`` returns for it (zero, one or more
-    statements)."""
+    statements). A statement's nested bodies are mapped before it; what
+    ``fn`` returns is not mapped again (a statement ``fn`` wraps in one with
+    a body of its own is not met twice)."""
     functions = tuple(_rebuilt(f, {"body": _map_body(f.body, fn)}) for f in program.functions)
     result: Program = _rebuilt(program, {"functions": _same_or(functions, program.functions)})
     return result
