@@ -137,7 +137,7 @@ def map_stmt(
 
 
 def _map_body(body: tuple[Stmt, ...], fn: Callable[[Stmt], Iterable[Stmt]]) -> tuple[Stmt, ...]:
-    out = []
+    out: list[Stmt] = []
     for stmt in body:
         fields = _FLAT if type(stmt) in _FLAT_KINDS else _schema(type(stmt)).bodies
         if fields:  # its bodies first: fn sees the statement with them mapped
