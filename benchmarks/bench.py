@@ -12,7 +12,6 @@ On split decoders (``stitchgen.demo.split_decoder``) of each size:
   graph independently of stitchgen);
 * inlined: per-call time with the GraphModule pieces running real aten ops —
   stitchgen (pieces inlined) vs ``GraphModule.__call__``,
-  ``inline="flatten"`` (pieces spliced into the caller) vs stitchgen,
   ``templates="profiled"`` with no profiler running vs stitchgen, and a
   downstream project's templates (the header block overridden) vs stitchgen;
 * cold: generate + compile time by stage (lower, render without and with
@@ -162,7 +161,6 @@ HEADER_OVERRIDE = (
 def bench_inlined(layers: int, rounds: int, device: str = "cpu") -> dict[str, float]:
     gm, inputs = split_decoder(layers, device=device)
     ours = stitchgen.compile(gm)
-    flat = stitchgen.compile(gm, inline="flatten")
     profiled = stitchgen.compile(gm, templates="profiled")  # timed with no profiler on
     with tempfile.TemporaryDirectory() as directory:
         with open(os.path.join(directory, "module.py.j2"), "w") as f:
@@ -170,7 +168,6 @@ def bench_inlined(layers: int, rounds: int, device: str = "cpu") -> dict[str, fl
         override = stitchgen.compile(gm, templates=stitchgen.Templates(directory))
     assert torch.equal(override(*inputs), gm(*inputs))
     assert torch.equal(ours(*inputs), gm(*inputs))
-    assert torch.equal(flat(*inputs), gm(*inputs))
     assert torch.equal(profiled(*inputs), gm(*inputs))
     sync = torch.cuda.synchronize if device.startswith("cuda") else (lambda: None)
 
@@ -180,7 +177,6 @@ def bench_inlined(layers: int, rounds: int, device: str = "cpu") -> dict[str, fl
     return interleaved(
         {
             "ours": timed(ours),
-            "flatten": timed(flat),
             "profiled": timed(profiled),
             "override": timed(override),
             "graphmodule": timed(gm),
@@ -420,13 +416,12 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     rounds = 3 if args.quick else args.rounds
     if args.device != "cpu":
-        print("layers  device  ours us  graphmodule us  gm/ours  flatten/ours  profiled/ours")
+        print("layers  device  ours us  graphmodule us  gm/ours  profiled/ours")
         for layers in args.layers:
             t = bench_inlined(layers, rounds, args.device)
             print(
                 f"{layers}  {args.device}  {t['ours'] * 1e6:.1f}  {t['graphmodule'] * 1e6:.1f}  "
-                f"{t['graphmodule'] / t['ours']:.2f}x  {t['flatten'] / t['ours']:.3f}  "
-                f"{t['profiled'] / t['ours']:.3f}"
+                f"{t['graphmodule'] / t['ours']:.2f}x  {t['profiled'] / t['ours']:.3f}"
             )
         return
     rows = []
@@ -444,7 +439,7 @@ def main(argv: list[str] | None = None) -> None:
 
     header = [
         "layers", "opaque us", "ours/ideal", "gm/ours", "interp/ours",
-        "inlined gm/ours", "flatten/ours", "profiled/ours", "override/ours", "lower ms",
+        "inlined gm/ours", "profiled/ours", "override/ours", "lower ms",
         "render ms",
         "render+black ms", "load ms", "compile ms", "black itself ms",
         "peak MB ours/boxed/no-dels",
@@ -462,7 +457,6 @@ def main(argv: list[str] | None = None) -> None:
                     f"{o['graphmodule'] / o['ours']:.2f}x",
                     f"{o['interpreter'] / o['ours']:.0f}x",
                     f"{i['graphmodule'] / i['ours']:.2f}x",
-                    f"{i['flatten'] / i['ours']:.3f}",
                     f"{i['profiled'] / i['ours']:.3f}",
                     f"{i['override'] / i['ours']:.3f}",
                     f"{c['lower'] * 1e3:.1f}",

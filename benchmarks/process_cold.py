@@ -12,7 +12,6 @@ path from its import to a callable:
 * ``compat``: ``from stitchgen import compat``, ``generate_execution_code``
   and ``compile_execution_fn`` (the vLLM drop-in); ``compat gen`` is its
   first ``generate_execution_code`` alone (imports excluded);
-* ``flatten``: ``stitchgen.compile(gm, inline="flatten")``;
 * ``format``: ``stitchgen.compile(gm, format=True)``;
 * ``warm``: ``import stitchgen; stitchgen.load_artifact(path)`` on an
   artifact of the same graph saved beforehand (a compile cache's warm start);
@@ -38,7 +37,7 @@ import subprocess
 import sys
 import tempfile
 
-PATHS = ("compile", "compat", "flatten", "format", "warm", "header", "calls")
+PATHS = ("compile", "compat", "format", "warm", "header", "calls")
 #: the downstream projects' templates: one block overridden each
 OVERRIDES = {
     "header": (
@@ -78,7 +77,7 @@ elif path in ("header", "calls"):
     fn = stitchgen.compile(gm, templates=stitchgen.Templates(templates))
 else:
     import stitchgen
-    options = {"flatten": {"inline": "flatten"}, "format": {"format": True}}.get(path, {})
+    options = {"format": {"format": True}}.get(path, {})
     fn = stitchgen.compile(gm, **options)
 out[path] = time.perf_counter() - t0
 if path == "compile":
@@ -141,7 +140,6 @@ COLUMNS = (
     "compile",
     "compat",
     "compat gen",
-    "flatten",
     "format",
     "warm",
     "header",
@@ -161,14 +159,14 @@ def main(argv: list[str] | None = None) -> None:
         help="no discarded first round (a smoke run: the figures are not comparable)",
     )
     args = parser.parse_args(argv)
-    header = ["layers", *(f"{c} ms" for c in COLUMNS), "compat/compile", "flatten/compile"]
+    header = ["layers", *(f"{c} ms" for c in COLUMNS), "compat/compile"]
     header += ["format/compile", "warm/compile", "header/compile", "calls/compile"]
     rows = []
     with tempfile.TemporaryDirectory() as directory:
         for layers in args.layers:
             m = measure(layers, args.samples, directory, warm_up=not args.quick)
             row = [str(layers), *(f"{m[c]:.1f}" for c in COLUMNS)]
-            ratios = ("compat", "flatten", "format", "warm", "header", "calls")
+            ratios = ("compat", "format", "warm", "header", "calls")
             row += [f"{m[p] / m['compile']:.2f}" for p in ratios]
             rows.append(row)
             if not args.markdown:

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import os
 import types
-import warnings
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -19,7 +18,7 @@ with collector.paused():  # the compile path's modules: see collector.py
     from .conventions import CLOSURE, Convention
     from .errors import BindingError
     from .generated import Generated
-    from .ir import Calling, Program
+    from .ir import Program
     from .loading import compile_source, load
     from .lowering import ConstPool, build_program, fetch_attr
     from .passes import Pass, run_passes
@@ -36,7 +35,6 @@ def lower(
     names: Mapping[str, str] | None = None,
     reserve: Sequence[str] = (),
     boxed: bool = False,
-    inline: str = "call",
     convention: Convention = CLOSURE,
     const_pool: ConstPool | None = None,
     passes: Sequence[Pass] = (),
@@ -45,20 +43,17 @@ def lower(
 ) -> Program:
     """``gm`` as a program ready to render: the raw program
     (:func:`stitchgen.lowering.build_program`, which documents the options)
-    through the passes (:mod:`stitchgen.passes`: ``flatten`` with
-    ``inline="flatten"``, then ``passes`` — yours, in order — then targets,
-    liveness and naming). ``source_lines``: see :func:`generate`.
-    ``unpack``: piece results unpacked where they are called
-    (``a, b = inlined_submod_0(x)``, see ``build_program``) — not with
-    passes of your own or ``flatten``, which take a getitem per item.
+    through the passes (:mod:`stitchgen.passes`: ``passes`` — yours, in
+    order — then targets, liveness and naming). ``source_lines``: see
+    :func:`generate`. ``unpack``: piece results unpacked where they are
+    called (``a, b = inlined_submod_0(x)``, see ``build_program``) — not
+    with passes of your own, which take a getitem per item.
 
     >>> import torch, torch.fx as fx, stitchgen
     >>> program = stitchgen.lower(fx.symbolic_trace(lambda x: torch.relu(x) + 1))
     >>> [p.name for p in program.entry.params], program.entry.body[-1]
     (['x'], Return(value=Name(id='add')))
     """
-    if inline not in ("call", "flatten"):
-        raise ValueError(f"inline must be 'call' or 'flatten', not {inline!r}")
     program = build_program(
         gm,
         name=name,
@@ -69,9 +64,9 @@ def lower(
         convention=convention,
         const_pool=const_pool,
         source_lines=_source_lines(source_lines),
-        unpack=unpack and not passes and inline == "call",
+        unpack=unpack and not passes,
     )
-    return run_passes(program, inline=inline, extra=passes)
+    return run_passes(program, extra=passes)
 
 
 #: ``STITCHGEN_SOURCE_LINES=1``: source lines on wherever the option is not given
@@ -99,7 +94,6 @@ def generate(
     templates: Templates | str | None = None,
     opaque: Sequence[str] = (),
     boxed: bool = False,
-    inline: str = "call",
     const_pool: ConstPool | None = None,
     passes: Sequence[Pass] = (),
     dump_dir: str | os.PathLike[str] | None = None,
@@ -111,7 +105,6 @@ def generate(
     children to call through bindings even if they are GraphModules;
     ``boxed=True`` makes the function take its inputs as one list that it
     clears (so the caller's list does not keep them alive);
-    ``inline="flatten"`` splices inlined pieces into their callers;
     ``const_pool`` continues the constants of code generated before (see
     :class:`stitchgen.lowering.ConstPool`; ``stitchgen.compat`` uses it);
     ``passes`` are yours, run on the raw program (see :mod:`stitchgen.passes`);
@@ -141,7 +134,6 @@ def generate(
             templates,
             opaque,
             boxed,
-            inline,
             const_pool,
             passes,
             source_lines,
@@ -184,7 +176,6 @@ def produce(
     templates: Templates,
     opaque: Sequence[str] = (),
     boxed: bool = False,
-    inline: str = "call",
     const_pool: ConstPool | None = None,
     passes: Sequence[Pass] = (),
     source_lines: bool | None = None,
@@ -203,15 +194,12 @@ def produce(
         names=templates.names,
         reserve=templates.reserve,
         boxed=boxed,
-        inline=inline,
         convention=templates.convention,
         const_pool=const_pool,
         passes=passes,
         source_lines=source_lines,
         unpack=unpack,  # the lowering's choice, whichever templates render it
     )
-    if inline == "flatten" and templates.variant == "profiled":
-        _warn_unprofiled(gm, program)
     code = render(program, format=format, templates=templates)
     code_object = None if shipped else _compiled(code, program.name, templates)
     # the children the lowering found (an opaque one's value is None: the caller binds it)
@@ -236,23 +224,6 @@ def produce(
         code_object=code_object,
         inlined=tuple(sorted(inlined)),
     )
-
-
-def _warn_unprofiled(gm: fx.GraphModule, program: Program) -> None:
-    """The profiled variant records a range per piece call; flatten splices
-    inlined pieces away, so those record none. Say which."""
-    kept = {s.node for s in program.entry.body if isinstance(s, Calling) and s.is_piece}
-    pieces = [n.name for n in gm.graph.nodes if n.op == "call_module"]
-    spliced = [name for name in pieces if name not in kept]
-    if spliced:
-        shown = ", ".join(spliced[:4]) + (", ..." if len(spliced) > 4 else "")
-        warnings.warn(
-            f"templates='profiled' with inline='flatten': {len(spliced)} of {len(pieces)} "
-            f"piece calls ({shown}) are spliced into the caller and record no profiler "
-            "range; use inline='call' to profile every piece",
-            UserWarning,
-            stacklevel=4,
-        )
 
 
 def _compiled(code: str, name: str, templates: Templates) -> types.CodeType:

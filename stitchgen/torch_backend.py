@@ -54,7 +54,7 @@ def _example_inputs(piece: fx.GraphModule, name: str) -> list[Any]:
     return out
 
 
-def _check_options(options: dict[str, Any], compiles_pieces: bool) -> None:
+def _check_options(options: dict[str, Any]) -> None:
     """Refuse, at construction, what the backend cannot honour."""
     known = set(inspect.signature(generate).parameters) - {"gm"}
     unknown = sorted(set(options) - known)
@@ -68,15 +68,7 @@ def _check_options(options: dict[str, Any], compiles_pieces: bool) -> None:
             "where the caller passes a list (as Inductor's call(args) does)"
         )
     # a bad variant name or template directory fails now, not at the first graph
-    templates = resolve_templates(options.get("templates"), options.get("template_dirs", ()))
-    if templates.variant == "profiled" and options.get("inline") == "flatten":
-        if not compiles_pieces and not options.get("opaque"):
-            # every piece is inlined, so every one is spliced away
-            raise ValueError(
-                "templates='profiled' with inline='flatten' would record no profiler range: "
-                "without compile_piece or opaque= every piece is inlined and spliced into "
-                "the caller; use inline='call', or name the pieces to profile in opaque="
-            )
+    resolve_templates(options.get("templates"), options.get("template_dirs", ()))
 
 
 def backend(
@@ -95,8 +87,6 @@ def backend(
     :func:`stitchgen.split_graph`); a graph that calls none of them — the
     graph after a graph break, a tail such as an LM head — compiles as one
     piece, silently; ``strict=True`` makes that a :class:`stitchgen.CodegenError`.
-    ``templates="profiled"`` with ``inline="flatten"`` is refused unless some
-    pieces are called rather than spliced (``compile_piece`` or ``opaque``).
 
     >>> import torch, stitchgen
     >>> fn = torch.compile(lambda x: torch.relu(x) * 2, backend=stitchgen.backend([torch.relu]))
@@ -104,7 +94,7 @@ def backend(
     tensor([0., 4.])
     """
     wanted = SplitOps(split_ops)  # a bad op fails now, not at the first graph
-    _check_options(generate_options, compile_piece is not None)
+    _check_options(generate_options)
 
     def compile_graph(gm: fx.GraphModule, example_inputs: Sequence[Any]) -> Callable[..., Any]:
         pieces, matched = partition(gm, wanted)

@@ -5,6 +5,12 @@ from __future__ import annotations
 from pathlib import Path
 
 import torch.fx as fx
+from flatten_pass import splice_inlined
+
+#: the program shapes the suites draw, as generate options: pieces called
+#: (the default), or spliced into their callers by the worked example of a
+#: pass of your own (examples/flatten_pass.py)
+SHAPES = {"call": {"passes": []}, "flatten": {"passes": [splice_inlined]}}
 
 
 def returning_constant(value: object) -> fx.GraphModule:

@@ -15,6 +15,7 @@ import black
 import pytest
 import torch
 import torch.fx as fx
+from builders import SHAPES
 from golden_cases import CASES, shared_case
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -83,7 +84,11 @@ def programs_of_corpus(templates):
                 yield (
                     f"{name}-{inline}-{'boxed' if boxed else 'plain'}",
                     lowered(
-                        case.gm, templates, opaque=tuple(case.submods), inline=inline, boxed=boxed
+                        case.gm,
+                        templates,
+                        opaque=tuple(case.submods),
+                        boxed=boxed,
+                        **SHAPES[inline],
                     ),
                 )
 
@@ -98,7 +103,7 @@ def test_the_golden_corpus_renders_the_same_on_both_paths(shipped):
 @given(stitching_graphs(), st.sampled_from(["call", "flatten"]), st.booleans())
 def test_fuzzed_graphs_render_the_same_on_both_paths(shipped, drawn, inline, boxed):
     boxed = boxed and shipped[0].convention.boxed
-    program = lowered(drawn.gm, shipped[0], inline=inline, boxed=boxed)
+    program = lowered(drawn.gm, shipped[0], boxed=boxed, **SHAPES[inline])
     assert_both_paths_agree(program, shipped)
 
 
@@ -363,7 +368,7 @@ def test_generating_leaves_no_reference_cycles(templates):
     gc.disable()
     try:
         stitchgen.generate(gm, templates=templates, format=True)
-        stitchgen.generate(gm, templates=templates, inline="flatten", format=False)
+        stitchgen.generate(gm, templates=templates, format=False, **SHAPES["flatten"])
         assert gc.collect() == 0
     finally:
         gc.enable()

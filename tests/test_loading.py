@@ -9,6 +9,7 @@ import types
 import pytest
 import torch
 import torch.fx as fx
+from builders import SHAPES
 from golden_cases import CASES
 
 import stitchgen
@@ -138,7 +139,7 @@ def test_every_piece_a_cache_holds_is_accepted_and_an_inlined_ones_ignored(
     split = case.gm
     every = dict(split.named_children())
     opaque = ["submod_1"]  # one piece bound, the others inlined
-    generated = stitchgen.generate(split, opaque=opaque, inline=inline, templates=templates)
+    generated = stitchgen.generate(split, opaque=opaque, templates=templates, **SHAPES[inline])
     assert set(generated.inlined) == set(every) - set(opaque)
     expected = split(*case.inputs)
     assert torch.equal(stitchgen.load(generated, every)(*case.inputs), expected)

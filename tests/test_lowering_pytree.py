@@ -4,6 +4,7 @@ GraphModule does."""
 
 import pytest
 import torch
+from builders import SHAPES
 from oracle import assert_same
 from torch.fx.experimental.proxy_tensor import make_fx
 
@@ -43,7 +44,7 @@ def traced(request):
 
 @pytest.mark.parametrize(
     "options",
-    [{}, {"inline": "flatten"}, {"templates": "vllm"}, {"format": True}],
+    [{}, SHAPES["flatten"], {"templates": "vllm"}, {"format": True}],
     ids=["call", "flatten", "vllm", "black"],
 )
 def test_the_function_takes_and_returns_what_the_graph_does(traced, options):

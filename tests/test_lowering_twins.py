@@ -6,6 +6,7 @@ import operator
 
 import torch
 import torch.fx as fx
+from builders import SHAPES
 from oracle import assert_same
 
 import stitchgen
@@ -76,7 +77,7 @@ def test_a_twin_called_by_keyword_gets_its_twins_keyword():
     assert functions(gm) == ["inlined_submod_0", "execution_fn"]
     x = torch.randn(3)
     for inline in ("call", "flatten"):
-        assert_same(stitchgen.compile(gm, inline=inline)(x), gm(x))
+        assert_same(stitchgen.compile(gm, **SHAPES[inline])(x), gm(x))
 
 
 def test_a_piece_that_calls_modules_is_never_a_twin():

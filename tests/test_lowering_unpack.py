@@ -7,6 +7,7 @@ import operator
 import pytest
 import torch
 import torch.fx as fx
+from builders import SHAPES
 from oracle import assert_same
 
 import stitchgen
@@ -151,7 +152,7 @@ def test_lower_unpacks_unless_asked_not_to():
     assert [type(s).__name__ for s in kept.entry.body].count("GetItem") == 2
 
 
-def test_passes_of_your_own_and_flatten_take_a_getitem_per_item():
+def test_passes_of_your_own_take_a_getitem_per_item():
     seen = []
 
     def mine(program):
@@ -162,7 +163,7 @@ def test_passes_of_your_own_and_flatten_take_a_getitem_per_item():
     generated = check(gm, passes=[mine])
     assert seen.count("GetItem") == 2 and "UnpackCall" not in seen
     assert "UnpackCall" not in entry_kinds(generated)
-    assert "UnpackCall" not in entry_kinds(check(gm, inline="flatten"))
+    assert "UnpackCall" not in entry_kinds(check(gm, **SHAPES["flatten"]))
 
 
 def test_the_statement_is_plain_ir():

@@ -240,22 +240,6 @@ def test_the_shipped_templates_code_is_compiled_once_by_load():
     assert compile_cache_info().misses == misses + 1
 
 
-def test_profiled_with_flatten_warns_which_pieces_record_no_range():
-    case = CASES["decoder_1_layer"]("cpu")
-    with pytest.warns(UserWarning, match=r"3 of 3 piece calls \(submod_0, submod_1, submod_2\)"):
-        stitchgen.generate(case.gm, templates="profiled", inline="flatten")
-    opaque = {"submod_1": case.gm.submod_1}
-    with pytest.warns(UserWarning, match=r"2 of 3 piece calls \(submod_0, submod_2\)"):
-        stitchgen.compile(case.gm, opaque, templates="profiled", inline="flatten")
-
-
-@pytest.mark.filterwarnings("error")
-def test_profiled_with_call_and_flatten_without_profiling_do_not_warn():
-    gm = CASES["decoder_1_layer"]("cpu").gm
-    stitchgen.generate(gm, templates="profiled")
-    stitchgen.generate(gm, inline="flatten")
-
-
 def test_decorators_prologue_and_epilogue_blocks_and_signature_keeps_the_unboxing(tmp_path):
     (tmp_path / "function.py.j2").write_text(
         '{% extends "stitchgen/function.py.j2" %}\n'

@@ -126,7 +126,7 @@ def test_boxed_is_refused_at_construction_with_the_reason():
 
 def test_an_unknown_generate_option_is_refused_at_construction():
     with pytest.raises(TypeError, match=r"unknown generate option\(s\) \['inlined'\]"):
-        stitchgen.backend([ATTN], inlined="flatten")
+        stitchgen.backend([ATTN], inlined="yes")
 
 
 @pytest.mark.filterwarnings("ignore:Using `torch.compile")
@@ -158,26 +158,6 @@ def test_vllm_templates_work_through_the_backend():
     compiled = torch.compile(model, backend=stitchgen.backend([ATTN], templates="vllm"))
     x = torch.randn(4, 8)
     assert torch.equal(compiled(x), model(x))
-
-
-def test_profiled_with_flatten_and_no_piece_called_is_refused_at_construction():
-    with pytest.raises(ValueError, match="would record no profiler range"):
-        stitchgen.backend([ATTN], templates="profiled", inline="flatten")
-    with pytest.raises(ValueError, match="would record no profiler range"):
-        stitchgen.backend([ATTN], templates="profiled", inline="flatten", strict=True)
-    stitchgen.backend([ATTN], templates="profiled", inline="flatten", compile_piece=Recorder())
-
-
-def test_profiled_with_flatten_and_opaque_pieces_warns_which_are_spliced():
-    torch.manual_seed(0)
-    model = Block()
-    backend = stitchgen.backend(
-        [ATTN], templates="profiled", inline="flatten", opaque=["submod_1", "submod_3"]
-    )
-    compiled = torch.compile(model, backend=backend)
-    x = torch.randn(4, 8)
-    with pytest.warns(UserWarning, match="3 of 5 piece calls .* record no profiler range"):
-        assert torch.equal(compiled(x), model(x))
 
 
 class Broken(torch.nn.Module):

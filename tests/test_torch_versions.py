@@ -13,6 +13,7 @@ import operator
 import pytest
 import torch
 import torch.fx as fx
+from builders import SHAPES
 from oracle import assert_same
 from torch.fx._lazy_graph_module import (
     _LazyGraphModule,
@@ -122,7 +123,7 @@ def test_tuple_single_outputs_leaves_a_tupled_split_as_it_is():
 
 COMPILES = {
     "inlined": lambda split: stitchgen.compile(split),
-    "flatten": lambda split: stitchgen.compile(split, inline="flatten"),
+    "flatten": lambda split: stitchgen.compile(split, **SHAPES["flatten"]),
     "opaque": lambda split: stitchgen.compile(split, dict(split.named_children())),
     "vllm": lambda split: stitchgen.compile(split, templates="vllm"),
 }

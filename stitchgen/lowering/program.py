@@ -77,7 +77,7 @@ def build_program(
     any other way (passed on, returned, a computed index, an item unread),
     or a piece called through a binding (whose result's length the code
     cannot know), keeps a ``getitem`` per item, as with ``unpack=False``
-    (which your passes and ``flatten`` take).
+    (which passes of your own take).
 
     >>> import torch, torch.fx as fx
     >>> gm = fx.symbolic_trace(lambda x: torch.relu(x) + 1)

@@ -3,14 +3,13 @@
 ``lowering`` builds the raw program (FX names, no dels); the passes make it
 ready to render:
 
-1. ``flatten`` (only with ``inline="flatten"``): splice inlined pieces into
-   their callers;
-2. your passes (``generate(..., passes=[...])``), in the order given: each a
-   function ``Program -> Program`` on the raw program — FX names, no dels;
-3. ``targets``: every call target reached by a qualified name looked up
+1. your passes (``generate(..., passes=[...])``), in the order given: each a
+   function ``Program -> Program`` on the raw program — FX names, no dels
+   (``examples/flatten_pass.py`` is a worked one);
+2. ``targets``: every call target reached by a qualified name looked up
    once, where the module is bound (``aten_mm_default = torch.ops.aten.mm.default``);
-4. ``liveness``: a ``del`` right after each local's last use;
-5. ``naming``: every identifier valid and collision-free.
+3. ``liveness``: a ``del`` right after each local's last use;
+4. ``naming``: every identifier valid and collision-free.
 
 With ``verify=True`` (``STITCHGEN_VERIFY=1``, and always in the test suite)
 :func:`stitchgen.ir.verify` checks the program after every pass and names
@@ -70,36 +69,24 @@ class Step(Record):
         d["names_final"] = names_final
 
 
-def _flatten(program: Program) -> Program:
-    """The flatten pass (:func:`stitchgen.passes.flatten.splice_inlined`),
-    imported on first use: only ``inline="flatten"`` runs it."""
-    from .flatten import splice_inlined
-
-    return splice_inlined(program)
-
-
-FLATTEN = Step(_flatten, "the flatten pass")
 TARGETS = Step(bind_targets, "the targets pass")
 LIVENESS = Step(insert_dels, "the liveness pass")
 NAMING = Step(assign_names, "the naming pass", names_final=True)
 
-#: the built-in passes, in order (``flatten`` only with ``inline="flatten"``;
-#: yours run right after it)
-PASSES: tuple[Step, ...] = (FLATTEN, TARGETS, LIVENESS, NAMING)
+#: the built-in passes, in order (yours run before them)
+PASSES: tuple[Step, ...] = (TARGETS, LIVENESS, NAMING)
 
 
-def pipeline_steps(inline: str = "call", extra: Sequence[Pass] = ()) -> list[Step]:
-    """The passes a program goes through: ``flatten`` if asked, ``extra``
-    (yours, in order), then targets, liveness and naming."""
-    steps = [FLATTEN] if inline == "flatten" else []
-    steps += [Step(p, f"the pass {getattr(p, '__qualname__', repr(p))}") for p in extra]
-    return [*steps, TARGETS, LIVENESS, NAMING]
+def pipeline_steps(extra: Sequence[Pass] = ()) -> list[Step]:
+    """The passes a program goes through: ``extra`` (yours, in order), then
+    targets, liveness and naming."""
+    steps = [Step(p, f"the pass {getattr(p, '__qualname__', repr(p))}") for p in extra]
+    return [*steps, *PASSES]
 
 
 def run_passes(
     program: Program,
     *,
-    inline: str = "call",
     extra: Sequence[Pass] = (),
     verify_each: bool | None = None,
 ) -> Program:
@@ -110,7 +97,7 @@ def run_passes(
     named = False  # module-level names are hints until the naming pass
     if verify_each:
         ir.verify(program, after="lowering", named=named)  # imported on first use
-    for step in pipeline_steps(inline, extra):
+    for step in pipeline_steps(extra):
         program = step.run(program)
         named = named or step.names_final
         if verify_each:

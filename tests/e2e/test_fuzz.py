@@ -8,6 +8,7 @@ profile.
 import os
 
 import torch.fx as fx
+from builders import SHAPES
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from oracle import assert_same
@@ -62,7 +63,7 @@ TEMPLATES = st.sampled_from([None, "vllm", "profiled"])
 @FUZZ
 @given(stitching_graphs(), st.sampled_from(["call", "flatten"]), TEMPLATES)
 def test_random_stitching_graphs_match_the_interpreter(drawn, inline, templates):
-    options = {"inline": inline, "templates": templates}
+    options = {"templates": templates, **SHAPES[inline]}
     generated = stitchgen.generate(drawn.gm, format=False, **options)
     for fn in generated.program.functions:
         check_dels(fn)
