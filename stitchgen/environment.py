@@ -43,8 +43,7 @@ from . import ir
 from .authoring.attributes import no_attribute
 from .errors import TemplateError
 from .filters import BlockText
-from .ir import Program
-from .ir.nodes import CLASSES
+from .ir import CLASSES, Program
 
 __all__ = ["build_environment", "program_names", "template_error"]
 

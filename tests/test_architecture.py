@@ -174,14 +174,17 @@ def test_one_registry_of_template_variants():
     assert {p.name for p in variants.iterdir() if p.is_dir()} == set(VARIANTS)
 
 
-def test_no_module_is_over_450_lines():
-    """A module that grows past 450 lines is opened by concern, its door kept."""
-    long = {
-        name: lines
-        for name in MODULES
-        if (lines := len(_source(name).read_text().splitlines())) > 450
-    }
-    assert not long, f"modules over 450 lines: {long}"
+def test_a_module_past_800_lines_says_why():
+    """A module holds one concept; one that runs past about 800 lines says
+    why in its docstring ("past 800 lines"), or is opened by concern."""
+    long = {}
+    for name in MODULES:
+        source = _source(name).read_text()
+        lines = len(source.splitlines())
+        doc = " ".join((ast.get_docstring(ast.parse(source)) or "").split())
+        if lines > 800 and "past 800 lines" not in doc:
+            long[name] = lines
+    assert not long, f"modules past 800 lines that do not say why: {long}"
 
 
 def test_stitchgen_never_imports_pytest_but_its_plugin():

@@ -16,7 +16,7 @@ from golden_cases import shared_case
 import stitchgen
 import stitchgen.pipeline  # noqa: F401  (every record class of the compile path)
 from stitchgen import ir
-from stitchgen.ir.nodes import CLASSES
+from stitchgen.ir import CLASSES
 from stitchgen.records import Record, record
 
 

@@ -26,8 +26,7 @@ from jinja2 import nodes
 from jinja2.runtime import LoopContext
 
 from ..filters import BlockText
-from ..ir import Program
-from ..ir.nodes import CLASSES
+from ..ir import CLASSES, Program
 from .attributes import closest, no_attribute, public_attributes
 from .report import Problem
 from .sources import Source, shipped_definer

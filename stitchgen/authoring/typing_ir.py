@@ -13,7 +13,7 @@ import types
 import typing
 from typing import Any, Union
 
-from ..ir.nodes import CLASSES
+from ..ir import CLASSES
 
 __all__ = ["Seq", "Types", "attribute_types", "describe", "items_of", "narrowed"]
 

@@ -32,82 +32,823 @@ block in ``function.py.j2`` and its method in ``emitter.py``; a kind with no
 block is a :class:`~stitchgen.errors.TemplateError`, never silent.
 :func:`verify` checks a program's invariants (the passes' contract).
 
-This package is the door; each concern has its module: ``nodes`` (the base
-class and the expressions), ``statements`` (statements, functions,
-declarations, the program), ``walker``, ``verifier`` and ``serialization``
-(JSON). The last two are imported when first used (``verify``, ``to_json``
-and ``from_json`` are off the compile path).
+One module holds the classes and their one walker, which reads them by
+their roles: they change together (a role added is a field's and the
+walker's), and the compile path pays one import for both. It runs past 800
+lines for that reason, in three sections: the base class and the
+expressions, the statements and the program, the walker. ``verifier`` and
+``serialization`` (JSON) are modules of their own, imported when first used
+(``verify``, ``to_json`` and ``from_json`` are off the compile path).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
-from typing import TYPE_CHECKING, Any
+import keyword
+import operator
+import typing
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import field
+from typing import Any, ClassVar
 
-from ..records import Schema
-from .nodes import (
-    BODY,
-    CONSUMES,
-    DELETES,
-    EXPR,
-    EXPRS,
-    KWARGS,
-    PAIRS,
-    PRIMITIVE_TYPES,
-    TARGET,
-    TARGETS,
-    Callee,
-    ConstRef,
-    DictExpr,
-    Expr,
-    FunctionRef,
-    GlobalRef,
-    ListExpr,
-    Literal,
-    MethodRef,
-    Name,
-    Node,
-    SliceExpr,
-    SubmodRef,
-    TargetRef,
-    TupleExpr,
-)
-from .statements import (
-    STATEMENTS,
-    Assign,
-    Call,
-    Calling,
-    ConstDecl,
-    Del,
-    Function,
-    GetItem,
-    Param,
-    Program,
-    Return,
-    Stmt,
-    SubmodDecl,
-    TargetDecl,
-    Unbox,
-    UnpackCall,
-    block_method,
-)
-from .walker import (
-    defines,
-    deletes,
-    iter_statements,
-    map_bodies,
-    map_expr,
-    map_stmt,
-    reads,
-    writes,
-)
+from ..records import Record, Schema, record, schema_of
 
-if TYPE_CHECKING:
-    from .serialization import from_json, to_json
-    from .verifier import verify
+# ==========================================================================
+# the base class and the expressions
 
+# what a field holds, for the walker (``field(metadata=...)``); a field
+# without a role is plain information the walker leaves alone
+EXPR = {"role": "expr"}  # one expression (or callee)
+EXPRS = {"role": "exprs"}  # a tuple of expressions
+PAIRS = {"role": "pairs"}  # a tuple of (expression, expression) pairs
+KWARGS = {"role": "kwargs"}  # a tuple of (keyword, expression) pairs
+TARGET = {"role": "target"}  # the local a statement assigns
+TARGETS = {"role": "targets"}  # the locals a statement assigns, unpacked in order
+DELETES = {"role": "deletes"}  # the locals a statement deletes
+#: the local a statement reads for the last time and ends (no ``del`` is
+#: written for it: a boxed function's list, emptied by its unpacking)
+CONSUMES = {"role": "consumes"}
+#: a nested body: a tuple of statements that run inside the statement (a
+#: branch, a loop, a ``with``); the walker maps them, and what they read and
+#: assign is the statement's own (no ``del`` is placed inside it)
+BODY = {"role": "body"}
+
+#: the IR's classes by name (``from_json``), filled by ``Node``
+CLASSES: dict[str, type[Node]] = {}
+
+
+class Node(Record):
+    """The base of every IR class (a :class:`~stitchgen.records.Record`):
+    immutable, equal when of the same class with equal fields, hashed by its
+    fields (once: the hash is cached), shown as a dataclass is
+    (``Name(id='x')``). The classes of this package register themselves."""
+
+    __slots__ = ()
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if cls.__module__ == __name__:
+            CLASSES[cls.__name__] = cls
+
+
+# --------------------------------------------------------------------------
+# expressions
+
+
+@record
+class Name(Node):
+    """A local variable or parameter of the function being rendered."""
+
+    id: str
+
+    def __init__(self, id: str) -> None:
+        self.__dict__["id"] = id
+
+
+#: The exact types that render as Python literals (see ``literals.py``).
+PRIMITIVE_TYPES = (type(None), bool, int, float, complex, str, bytes, type(Ellipsis))
+
+
+@record
+class Literal(Node):
+    """A primitive value written inline: None, bool, int, float (inf and nan
+    included), complex, str, bytes or Ellipsis. Two literals are equal when
+    they have the same type and the same spelling (so ``True != 1`` and
+    ``0.0 != -0.0`` here, unlike in Python)."""
+
+    value: Any
+
+    def __init__(self, value: Any) -> None:
+        if type(value) not in PRIMITIVE_TYPES:
+            raise TypeError(f"Literal holds a primitive value, not {type(value).__name__}")
+        self.__dict__["value"] = value
+
+    def _key(self) -> tuple[str, str]:
+        return (type(self.value).__name__, repr(self.value))
+
+
+@record
+class ConstRef(Node):
+    """A lifted constant: ``Program.consts[index]``, bound under ``name``."""
+
+    index: int
+    name: str
+
+    def __init__(self, index: int, name: str) -> None:
+        d = self.__dict__
+        d["index"] = index
+        d["name"] = name
+
+
+@record
+class GlobalRef(Node):
+    """An object reached by an exact qualified name: ``module`` is imported,
+    ``path`` is the attribute chain inside it (``torch`` + ``ops.aten.mm.default``).
+    ``builtins`` objects render as their bare name."""
+
+    module: str
+    path: str
+
+    def __init__(self, module: str, path: str) -> None:
+        d = self.__dict__
+        d["module"] = module
+        d["path"] = path
+
+
+@record
+class TupleExpr(Node):
+    """A tuple display ``(a, b)``."""
+
+    items: tuple[Expr, ...] = field(metadata=EXPRS)
+
+    def __init__(self, items: tuple[Expr, ...]) -> None:
+        self.__dict__["items"] = items
+
+
+@record
+class ListExpr(Node):
+    """A list display ``[a, b]``."""
+
+    items: tuple[Expr, ...] = field(metadata=EXPRS)
+
+    def __init__(self, items: tuple[Expr, ...]) -> None:
+        self.__dict__["items"] = items
+
+
+@record
+class DictExpr(Node):
+    """A dict display ``{k: v}``."""
+
+    items: tuple[tuple[Expr, Expr], ...] = field(metadata=PAIRS)
+
+    def __init__(self, items: tuple[tuple[Expr, Expr], ...]) -> None:
+        self.__dict__["items"] = items
+
+
+@record
+class SliceExpr(Node):
+    """A slice ``start:stop:step`` (``slice(...)`` outside a subscript)."""
+
+    start: Expr = field(metadata=EXPR)
+    stop: Expr = field(metadata=EXPR)
+    step: Expr = field(metadata=EXPR)
+
+    def __init__(self, start: Expr, stop: Expr, step: Expr) -> None:
+        d = self.__dict__
+        d["start"] = start
+        d["stop"] = stop
+        d["step"] = step
+
+
+Expr = Name | Literal | ConstRef | GlobalRef | TupleExpr | ListExpr | DictExpr | SliceExpr
+
+# --------------------------------------------------------------------------
+# callees
+
+
+@record
+class SubmodRef(Node):
+    """A child module called through a binding: ``Program.submods[index]``."""
+
+    index: int
+    name: str
+
+    def __init__(self, index: int, name: str) -> None:
+        d = self.__dict__
+        d["index"] = index
+        d["name"] = name
+
+
+@record
+class FunctionRef(Node):
+    """An inlined GraphModule child: ``Program.functions[index]``."""
+
+    index: int
+    name: str
+
+    def __init__(self, index: int, name: str) -> None:
+        d = self.__dict__
+        d["index"] = index
+        d["name"] = name
+
+
+@record
+class MethodRef(Node):
+    """``receiver.method(...)`` (FX ``call_method``)."""
+
+    receiver: Expr = field(metadata=EXPR)
+    method: str
+
+    def __init__(self, receiver: Expr, method: str) -> None:
+        d = self.__dict__
+        d["receiver"] = receiver
+        d["method"] = method
+
+
+@record
+class TargetRef(Node):
+    """A call target looked up once, when the module is bound:
+    ``Program.targets[index]`` (the naming pass's ``name`` for it)."""
+
+    index: int
+    name: str
+
+    def __init__(self, index: int, name: str) -> None:
+        d = self.__dict__
+        d["index"] = index
+        d["name"] = name
+
+
+Callee = SubmodRef | FunctionRef | GlobalRef | ConstRef | MethodRef | TargetRef
+
+# ==========================================================================
+# statements, functions and the program
+
+# --------------------------------------------------------------------------
+# statements
+
+
+def block_method(block: str) -> str:
+    """The emitter method, and ``emit``'s, that writes a statement whose
+    class names the template block ``block`` (``template: ClassVar[str]``):
+    the block's own name, with ``_`` appended where it is a keyword — the
+    one rule from a statement kind to its code, as sqlglot derives
+    ``<key>_sql``.
+
+    >>> block_method("getitem"), block_method("del"), block_method("return")
+    ('getitem', 'del_', 'return_')
+    """
+    return block + "_" if keyword.iskeyword(block) else block
+
+
+@record
+class Assign(Node):
+    """``target = value``"""
+
+    target: str = field(metadata=TARGET)
+    value: Expr = field(metadata=EXPR)
+    template: ClassVar[str] = "assign"  # the template block that renders it
+
+    def __init__(self, target: str, value: Expr) -> None:
+        d = self.__dict__
+        d["target"] = target
+        d["value"] = value
+
+
+class Calling:
+    """What the call statements (:class:`Call`, :class:`UnpackCall`) tell
+    about their callee."""
+
+    __slots__ = ()
+    callee: Callee
+
+    @property
+    def inlined(self) -> str | None:
+        """The name of the inlined function called, if that is the callee."""
+        return self.callee.name if isinstance(self.callee, FunctionRef) else None
+
+    @property
+    def is_piece(self) -> bool:
+        """Does this call a piece (a child module, inlined or bound)?"""
+        return isinstance(self.callee, (SubmodRef, FunctionRef))
+
+
+@record
+class Call(Calling, Node):
+    """``target = callee(*args, **kwargs)``; ``node`` is the FX node's name;
+    ``where`` the user's source line it came from (``model.py:42 in
+    forward``; with ``source_lines=True``), written as a trailing comment."""
+
+    target: str = field(metadata=TARGET)
+    callee: Callee = field(metadata=EXPR)
+    args: tuple[Expr, ...] = field(default=(), metadata=EXPRS)
+    kwargs: tuple[tuple[str, Expr], ...] = field(default=(), metadata=KWARGS)
+    node: str = ""
+    where: str = ""
+    template: ClassVar[str] = "call"
+
+    def __init__(
+        self,
+        target: str,
+        callee: Callee,
+        args: tuple[Expr, ...] = (),
+        kwargs: tuple[tuple[str, Expr], ...] = (),
+        node: str = "",
+        where: str = "",
+    ) -> None:
+        d = self.__dict__
+        d["target"] = target
+        d["callee"] = callee
+        d["args"] = args
+        d["kwargs"] = kwargs
+        d["node"] = node
+        d["where"] = where
+
+
+@record
+class UnpackCall(Calling, Node):
+    """``targets[0], targets[1], ... = callee(*args, **kwargs)``: a call whose
+    result, a tuple of exactly ``len(targets)`` items, is unpacked into
+    locals (``(t,) = ...`` for one) — what a call of an inlined piece and
+    one getitem per item of its result are lowered to
+    (``build_program(..., unpack=True)``); the ``call`` block renders it.
+    ``node`` and ``where`` as for :class:`Call`."""
+
+    targets: tuple[str, ...] = field(metadata=TARGETS)
+    callee: Callee = field(metadata=EXPR)
+    args: tuple[Expr, ...] = field(default=(), metadata=EXPRS)
+    kwargs: tuple[tuple[str, Expr], ...] = field(default=(), metadata=KWARGS)
+    node: str = ""
+    where: str = ""
+    template: ClassVar[str] = "call"
+
+    def __init__(
+        self,
+        targets: tuple[str, ...],
+        callee: Callee,
+        args: tuple[Expr, ...] = (),
+        kwargs: tuple[tuple[str, Expr], ...] = (),
+        node: str = "",
+        where: str = "",
+    ) -> None:
+        d = self.__dict__
+        d["targets"] = targets
+        d["callee"] = callee
+        d["args"] = args
+        d["kwargs"] = kwargs
+        d["node"] = node
+        d["where"] = where
+
+
+@record
+class GetItem(Node):
+    """``target = obj[index]``; ``where`` as for :class:`Call`."""
+
+    target: str = field(metadata=TARGET)
+    obj: Expr = field(metadata=EXPR)
+    index: Expr = field(metadata=EXPR)
+    where: str = ""
+    template: ClassVar[str] = "getitem"
+
+    def __init__(self, target: str, obj: Expr, index: Expr, where: str = "") -> None:
+        d = self.__dict__
+        d["target"] = target
+        d["obj"] = obj
+        d["index"] = index
+        d["where"] = where
+
+
+@record
+class Del(Node):
+    """``del names...`` — emitted by the liveness pass."""
+
+    names: tuple[str, ...] = field(metadata=DELETES)
+    template: ClassVar[str] = "del"
+
+    def __init__(self, names: tuple[str, ...]) -> None:
+        self.__dict__["names"] = names
+
+
+@record
+class Return(Node):
+    """``return value``"""
+
+    value: Expr = field(metadata=EXPR)
+    template: ClassVar[str] = "return"
+
+    def __init__(self, value: Expr) -> None:
+        self.__dict__["value"] = value
+
+
+@record
+class Unbox(Node):
+    """``targets[0], targets[1], ... = box`` then ``box.clear()``: the
+    boxed-inputs convention (Inductor's ``call(args)``). The function takes
+    one list, ``box``; this statement, which opens its body, takes the inputs
+    from it and empties it, so the caller's list does not keep them alive.
+    It is the list's last use: it *consumes* ``box`` (:func:`deletes` names
+    it, and no ``del`` is written for it). The ``unbox`` block renders it."""
+
+    targets: tuple[str, ...] = field(metadata=TARGETS)
+    box: str = field(metadata=CONSUMES)
+    template: ClassVar[str] = "unbox"
+
+    def __init__(self, targets: tuple[str, ...], box: str) -> None:
+        d = self.__dict__
+        d["targets"] = targets
+        d["box"] = box
+
+
+Stmt = Assign | Call | UnpackCall | GetItem | Del | Return | Unbox
+#: what a function's body holds after its opening (:attr:`Function.statements`)
+BodyStmt = Assign | Call | UnpackCall | GetItem | Del | Return
+
+#: every statement class, from the ``Stmt`` union
+STATEMENTS: tuple[type, ...] = typing.get_args(Stmt)
+
+# --------------------------------------------------------------------------
+# program
+
+
+@record
+class Param(Node):
+    """A parameter. ``kind`` is ``""``, ``"*"`` or ``"**"``; ``keyword`` is the
+    name callers pass it by (the FX placeholder target)."""
+
+    name: str
+    default: Expr | None = None
+    kind: str = ""
+    keyword: str = ""
+
+    def __init__(
+        self, name: str, default: Expr | None = None, kind: str = "", keyword: str = ""
+    ) -> None:
+        d = self.__dict__
+        d["name"] = name
+        d["default"] = default
+        d["kind"] = kind
+        d["keyword"] = keyword
+
+
+@record
+class Function(Node):
+    """A function of the program: its name, parameters and body."""
+
+    name: str
+    params: tuple[Param, ...]
+    body: tuple[Stmt, ...]
+    #: where the function came from: "" for the root graph, else the
+    #: qualified name of the inlined child module.
+    origin: str = ""
+
+    def __init__(
+        self,
+        name: str,
+        params: tuple[Param, ...],
+        body: tuple[Stmt, ...],
+        origin: str = "",
+    ) -> None:
+        d = self.__dict__
+        d["name"] = name
+        d["params"] = params
+        d["body"] = body
+        d["origin"] = origin
+
+    @property
+    def opening(self) -> tuple[Stmt, ...]:
+        """The statements that open the body — a boxed function's
+        :class:`Unbox` — which the ``unbox`` block renders."""
+        count = 0
+        for stmt in self.body:
+            if type(stmt) is not Unbox:
+                break
+            count += 1
+        return self.body[:count]
+
+    @property
+    def statements(self) -> tuple[BodyStmt, ...]:
+        """The body after its :attr:`opening` (what the ``body`` block
+        renders: no :class:`Unbox`, which only opens a function)."""
+        return self.body[len(self.opening) :]  # type: ignore[return-value]
+
+
+@record
+class SubmodDecl(Node):
+    """A child called through a binding; ``path`` is its qualified name in
+    the root module (the key users bind it by). ``inlined`` marks a child
+    that is listed but inlined (the vllm convention lists every child; the
+    code never calls an inlined one through its binding)."""
+
+    name: str
+    path: str
+    inlined: bool = False
+
+    def __init__(self, name: str, path: str, inlined: bool = False) -> None:
+        d = self.__dict__
+        d["name"] = name
+        d["path"] = path
+        d["inlined"] = inlined
+
+
+@record
+class ConstDecl(Node):
+    """A lifted constant; ``description`` says what it is, for readers."""
+
+    name: str
+    description: str
+
+    def __init__(self, name: str, description: str) -> None:
+        d = self.__dict__
+        d["name"] = name
+        d["description"] = description
+
+
+@record
+class TargetDecl(Node):
+    """A call target bound once under ``name``: ``name = <ref>`` where the
+    module is bound (the binder's body; module level for a convention
+    without a binder), so a call reads one name instead of following
+    ``torch.ops.aten.mm.default`` every time."""
+
+    name: str
+    ref: GlobalRef
+
+    def __init__(self, name: str, ref: GlobalRef) -> None:
+        d = self.__dict__
+        d["name"] = name
+        d["ref"] = ref
+
+
+@record
+class Program(Node):
+    """A module: imports, a binder function whose parameters are the
+    submodule and constant bindings, and the functions defined inside it.
+    ``functions[-1]`` is the entry point (``name``)."""
+
+    name: str
+    binder: str
+    imports: tuple[str, ...]
+    submods: tuple[SubmodDecl, ...]
+    consts: tuple[ConstDecl, ...]
+    functions: tuple[Function, ...]
+    #: extra names no identifier may take (modules a template imports, say)
+    reserved: tuple[str, ...] = ()
+    const_values: tuple[Any, ...] = field(default=(), compare=False, repr=False)
+    #: call targets bound once (the ``targets`` pass fills it)
+    targets: tuple[TargetDecl, ...] = ()
+    #: the child object the lowering found for each of ``submods`` (None for
+    #: one named opaque: its caller binds it); beside the program, as
+    #: ``const_values``: never compared, never in the JSON
+    submod_values: tuple[Any, ...] = field(default=(), compare=False, repr=False)
+
+    def __init__(
+        self,
+        name: str,
+        binder: str,
+        imports: tuple[str, ...],
+        submods: tuple[SubmodDecl, ...],
+        consts: tuple[ConstDecl, ...],
+        functions: tuple[Function, ...],
+        reserved: tuple[str, ...] = (),
+        const_values: tuple[Any, ...] = (),
+        targets: tuple[TargetDecl, ...] = (),
+        submod_values: tuple[Any, ...] = (),
+    ) -> None:
+        d = self.__dict__
+        d["name"] = name
+        d["binder"] = binder
+        d["imports"] = imports
+        d["submods"] = submods
+        d["consts"] = consts
+        d["functions"] = functions
+        d["reserved"] = reserved
+        d["const_values"] = const_values
+        d["targets"] = targets
+        d["submod_values"] = submod_values
+
+    @property
+    def entry(self) -> Function:
+        return self.functions[-1]
+
+
+# ==========================================================================
+# the walker
+
+#: the IR's own classes (the walker copies their fields directly)
+_OWN = frozenset(CLASSES.values())
+#: the expression classes without expression fields (the walker's leaves)
+_LEAVES = frozenset({Name, Literal, ConstRef, GlobalRef, SubmodRef, FunctionRef, TargetRef})
+
+
+#: a class's fields as the walker reads them: IR classes, and any dataclass
+#: (a statement kind of your own that is not a ``Node``)
+_schema = schema_of
+
+
+def _roles(cls: type) -> tuple[tuple[str, str], ...]:
+    """``(field, role)`` for the fields of ``cls`` the walker visits."""
+    return _schema(cls).roles
+
+
+def _map_items(items: tuple[Any, ...], fn: Callable[[Any], Any]) -> tuple[Any, ...]:
+    """``items`` mapped; the same tuple when no item changed."""
+    return _same_or(tuple([fn(x) for x in items]), items)
+
+
+def _map_field(value: Any, role: str, fn: Callable[[Any], Any]) -> Any:
+    if role == "expr":
+        return fn(value)
+    if role == "exprs":
+        return _map_items(value, fn)
+    if role == "pairs":
+        return _map_items(value, lambda pair: _same_or((fn(pair[0]), fn(pair[1])), pair))
+    if role == "kwargs":
+        return _map_items(value, lambda pair: _same_or((pair[0], fn(pair[1])), pair))
+    return value
+
+
+def _same_or(new: tuple[Any, ...], old: tuple[Any, ...]) -> tuple[Any, ...]:
+    """``old`` if ``new`` holds the very same items, else ``new``."""
+    if len(new) == len(old) and all(map(operator.is_, new, old)):
+        return old
+    return new
+
+
+def _rebuilt(node: Any, changes: dict[str, Any]) -> Any:
+    """``node`` with ``changes`` — itself when every change is the same object."""
+    for name, value in changes.items():
+        if getattr(node, name) is not value:
+            cls = type(node)
+            if cls in _OWN:  # our classes' __init__ only stores the fields: copy them
+                new = object.__new__(cls)
+                state, old = new.__dict__, node.__dict__
+                for key in _schema(cls).fields:
+                    state[key] = old[key]
+                state.update(changes)
+                return new
+            return dataclasses.replace(node, **changes)
+    return node
+
+
+def map_expr(expr: Any, leaf: Callable[[Any], Any]) -> Any:
+    """``expr`` rebuilt with ``leaf`` applied to every leaf (``Name``,
+    ``Literal``, ``ConstRef``, ``GlobalRef``, ``SubmodRef``,
+    ``FunctionRef``); displays, slices and method receivers — any class
+    with expression fields — are walked and rebuilt (``expr`` itself when
+    nothing changed)."""
+    kind = type(expr)
+    if kind in _LEAVES:
+        return leaf(expr)
+    roles = _roles(kind)
+    if not roles:
+        return leaf(expr)
+
+    def walk(e: Any) -> Any:
+        return leaf(e) if type(e) in _LEAVES else map_expr(e, leaf)
+
+    return _rebuilt(
+        expr, {name: _map_field(getattr(expr, name), role, walk) for name, role in roles}
+    )
+
+
+def map_stmt(
+    stmt: Stmt,
+    expr: Callable[[Any], Any] | None = None,
+    local: Callable[[str], str] | None = None,
+    nested: Callable[[Stmt], Stmt] | None = None,
+) -> Stmt:
+    """``stmt`` rebuilt with ``expr`` applied to each of its expressions
+    (whole: combine with :func:`map_expr` to reach leaves) and ``local`` to
+    each local it assigns, deletes or consumes, and each statement of a
+    nested body rebuilt by ``nested`` (default: this function, with the same
+    ``expr`` and ``local``); every other field is kept (``stmt`` itself when
+    nothing changed)."""
+    changes: dict[str, Any] = {}
+    for name, role in _roles(type(stmt)):
+        value = getattr(stmt, name)
+        if role == "target" or role == "consumes":
+            if local is not None:
+                changes[name] = local(value)
+        elif role in ("targets", "deletes"):
+            if local is not None:
+                changes[name] = _map_items(value, local)
+        elif role == "body":
+            inner = nested or (lambda s: map_stmt(s, expr, local))
+            changes[name] = _map_items(value, inner)
+        elif expr is not None:
+            changes[name] = _map_field(value, role, expr)
+    result: Stmt = _rebuilt(stmt, changes)
+    return result
+
+
+def _map_body(body: tuple[Stmt, ...], fn: Callable[[Stmt], Iterable[Stmt]]) -> tuple[Stmt, ...]:
+    out: list[Stmt] = []
+    for stmt in body:
+        fields = _FLAT if type(stmt) in _FLAT_KINDS else _schema(type(stmt)).bodies
+        if fields:  # its bodies first: fn sees the statement with them mapped
+            stmt = _rebuilt(stmt, {f: _map_body(getattr(stmt, f), fn) for f in fields})
+        out.extend(fn(stmt))
+    return _same_or(tuple(out), body)
+
+
+def map_bodies(program: Program, fn: Callable[[Stmt], Iterable[Stmt]]) -> Program:
+    """``program`` with every statement of every function — nested bodies
+    included — replaced by what ``fn`` returns for it (zero, one or more
+    statements). A statement's nested bodies are mapped before it; what
+    ``fn`` returns is not mapped again (a statement ``fn`` wraps in one with
+    a body of its own is not met twice)."""
+    functions = tuple(_rebuilt(f, {"body": _map_body(f.body, fn)}) for f in program.functions)
+    result: Program = _rebuilt(program, {"functions": _same_or(functions, program.functions)})
+    return result
+
+
+#: the IR's own statement classes: none holds a body (tests/test_ir_walker.py)
+_FLAT_KINDS = frozenset(STATEMENTS)
+_FLAT: tuple[str, ...] = ()
+
+
+def iter_statements(body: Iterable[Stmt]) -> Iterator[Stmt]:
+    """Every statement of ``body``, and of the bodies nested in them, in
+    source order (a statement before the statements of its bodies)."""
+    for stmt in body:
+        yield stmt
+        fields = _FLAT if type(stmt) in _FLAT_KINDS else _schema(type(stmt)).bodies
+        for name in fields:
+            yield from iter_statements(getattr(stmt, name))
+
+
+def _collect_names(expr: Any, out: list[str]) -> None:
+    kind = type(expr)
+    if kind is Name:
+        out.append(expr.id)
+        return
+    if kind in _LEAVES:
+        return
+    for name, role in _roles(kind):
+        value = getattr(expr, name)
+        if role == "expr":
+            _collect_names(value, out)
+        elif role == "exprs":
+            for item in value:
+                _collect_names(item, out)
+        elif role == "pairs":
+            for key, item in value:
+                _collect_names(key, out)
+                _collect_names(item, out)
+
+
+def reads(stmt: Stmt) -> list[str]:
+    """Local names a statement reads, in source order (repeats possible)."""
+    schema = _schema(type(stmt))
+    out: list[str] = []
+    for name, role in schema.reading:
+        value = getattr(stmt, name)
+        if role == "expr":
+            _collect_names(value, out)
+        elif role == "exprs":
+            for item in value:
+                if type(item) is Name:  # the common case, without a call
+                    out.append(item.id)
+                else:
+                    _collect_names(item, out)
+        elif role == "kwargs":
+            for _, item in value:
+                _collect_names(item, out)
+        elif role == "consumes":
+            out.append(value)
+        else:  # pairs
+            for key, item in value:
+                _collect_names(key, out)
+                _collect_names(item, out)
+    for name in schema.bodies:  # its body's reads of what it did not assign
+        inner: set[str] = set()
+        for nested in getattr(stmt, name):
+            out.extend(n for n in reads(nested) if n not in inner)
+            inner.update(writes(nested))
+    return out
+
+
+def writes(stmt: Stmt) -> list[str]:
+    """Local names a statement assigns (its nested bodies' included), in order."""
+    schema = _schema(type(stmt))
+    out: list[str] = []
+    for name, role in schema.writing:
+        if role == "target":
+            out.append(getattr(stmt, name))
+        else:
+            out.extend(getattr(stmt, name))
+    for name in schema.bodies:
+        for nested in getattr(stmt, name):
+            out.extend(writes(nested))
+    return out
+
+
+def deletes(stmt: Stmt) -> list[str]:
+    """Local names a statement deletes — a ``Del`` — or consumes (reads for
+    the last time and ends: an :class:`Unbox`'s list): none is live after it."""
+    out: list[str] = []
+    for name, role in _schema(type(stmt)).deleting:
+        if role == "consumes":
+            out.append(getattr(stmt, name))
+        else:
+            out.extend(getattr(stmt, name))
+    return out
+
+
+def defines(stmt: Stmt) -> str | None:
+    """The one local a statement assigns, or None: it assigns none, or
+    several (an :class:`UnpackCall`'s: see :func:`writes`)."""
+    names = writes(stmt)
+    return names[0] if len(names) == 1 else None
+
+
+# ``verify``, ``to_json`` and ``from_json`` are read from their modules on first
+# use (:func:`__getattr__`); those modules import this one, so no import of
+# them here, not even for type checkers
 __all__ = [
     "BODY",
+    "CLASSES",
     "CONSUMES",
     "DELETES",
     "EXPR",

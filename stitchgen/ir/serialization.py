@@ -8,8 +8,7 @@ import dataclasses
 import math
 from typing import Any
 
-from .nodes import CLASSES, Literal
-from .statements import Program
+from . import CLASSES, Literal, Program
 
 
 def _literal_to_json(value: Any) -> Any:

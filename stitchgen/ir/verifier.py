@@ -7,9 +7,23 @@ from collections.abc import Callable
 from typing import Any
 
 from ..errors import ProgramError
-from .nodes import ConstRef, FunctionRef, SubmodRef, TargetRef
-from .statements import STATEMENTS, Function, Program, Return, Stmt, Unbox
-from .walker import deletes, map_expr, map_stmt, reads, writes
+from . import (
+    STATEMENTS,
+    ConstRef,
+    Function,
+    FunctionRef,
+    Program,
+    Return,
+    Stmt,
+    SubmodRef,
+    TargetRef,
+    Unbox,
+    deletes,
+    map_expr,
+    map_stmt,
+    reads,
+    writes,
+)
 
 
 def verify(program: Program, *, after: str = "", named: bool = True) -> None:
