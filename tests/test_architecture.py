@@ -107,7 +107,13 @@ FORBIDDEN = {
         "stitchgen.passes",
         "stitchgen.pipeline",
     },
-    "stitchgen.lowering": {"stitchgen.rendering", "stitchgen.loading", "stitchgen.pipeline"},
+    # lowering builds the raw program; the passes come after it, never inside
+    "stitchgen.lowering": {
+        "stitchgen.rendering",
+        "stitchgen.loading",
+        "stitchgen.pipeline",
+        "stitchgen.passes",
+    },
     # the template checks read templates and the IR; rendering calls them
     "stitchgen.authoring.checks": {
         "stitchgen.rendering",

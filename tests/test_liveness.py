@@ -10,7 +10,7 @@ import torch.fx as fx
 import stitchgen
 from stitchgen import ir
 from stitchgen.ir import Call, Del, Function, GetItem, GlobalRef, Name, Param, Return, TupleExpr
-from stitchgen.passes.liveness import place_dels
+from stitchgen.passes import place_dels
 
 
 def _body(fn):

@@ -13,7 +13,7 @@ from oracle import assert_same
 
 import stitchgen
 from stitchgen.demo import split_decoder
-from stitchgen.passes.naming import Namespace, sanitize
+from stitchgen.identifiers import Namespace, sanitize
 
 
 def test_namespace_suffixes_taken_names_and_avoids_keywords_and_builtins():

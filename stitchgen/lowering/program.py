@@ -11,9 +11,8 @@ import torch.fx as fx
 
 from ..conventions import CLOSURE, Convention, name_formats
 from ..errors import CodegenError
-from ..identifiers import is_identifier
+from ..identifiers import Namespace, is_identifier
 from ..ir import Function, Param, Program, Unbox, writes
-from ..passes.naming import Namespace
 from ..records import Record, record
 from .lowerer import Lowerer
 from .reading import pytree_info

@@ -13,6 +13,7 @@ import torch.fx._pytree as fx_pytree
 import torch.utils._pytree as pytree
 
 from ..errors import CodegenError
+from ..identifiers import Namespace
 from ..ir import (
     Call,
     Callee,
@@ -29,7 +30,6 @@ from ..ir import (
     Stmt,
     TupleExpr,
 )
-from ..passes.naming import Namespace
 from .reading import pytree_info
 
 

@@ -37,17 +37,385 @@ A pass of your own — a hook before every piece call (tested in
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from collections.abc import Callable, Sequence
+from typing import Any
 
 from .. import ir
-from ..ir import Program
-from ..records import Record, record
-from .liveness import insert_dels
-from .naming import assign_names
-from .targets import bind_targets
+from ..errors import CodegenError, ProgramError
+from ..identifiers import (
+    BUILTINS,
+    RESERVED,
+    SHARED_GLOBALS,
+    WRITER_BUILTINS,
+    Namespace,
+    is_identifier,
+)
+from ..ir import (
+    Call,
+    Calling,
+    ConstDecl,
+    ConstRef,
+    Del,
+    Function,
+    FunctionRef,
+    GlobalRef,
+    Name,
+    Param,
+    Program,
+    Return,
+    Stmt,
+    SubmodDecl,
+    SubmodRef,
+    TargetDecl,
+    TargetRef,
+    deletes,
+    map_bodies,
+    map_expr,
+    map_stmt,
+    reads,
+    writes,
+)
+from ..records import Record, record, schema_of
 
-__all__ = ["PASSES", "Pass", "Step", "pipeline_steps", "run_passes"]
+__all__ = [
+    "PASSES",
+    "Pass",
+    "Step",
+    "assign_names",
+    "bind_targets",
+    "insert_dels",
+    "pipeline_steps",
+    "place_dels",
+    "run_passes",
+    "target_hint",
+]
+
+
+# ==========================================================================
+# The targets pass: every call target reached by a qualified name is looked
+# up once, where the module is bound, not on every call.
+#
+# ``torch.ops.aten.mm.default(x, w)`` follows four attributes each time it
+# runs — about half a microsecond, ~13 % of a small ``mm``, on every op of
+# every inlined piece, every forward. This pass gives each distinct
+# :class:`~stitchgen.ir.GlobalRef` callee a :class:`~stitchgen.ir.TargetDecl`
+# (``aten_mm_default = torch.ops.aten.mm.default``, written in the binder's
+# body — closure cells — or at module level for a convention without a
+# binder) and makes the calls read it (:class:`~stitchgen.ir.TargetRef`).
+# The name resolves to the very object lowering verified
+# (:func:`stitchgen.references.qualified_ref`); builtins (``len``, ``getattr``)
+# keep their bare names. The naming pass makes each name unique.
+
+
+def target_hint(ref: GlobalRef) -> str:
+    """The name a target is bound under (before the naming pass):
+    ``aten_mm_default`` for ``torch.ops.aten.mm.default``, ``torch_relu``
+    for ``torch.relu``, ``functional_relu`` for ``torch.nn.functional.relu``."""
+    if ref.module == "torch" and ref.path.startswith("ops."):
+        return ref.path[len("ops.") :].replace(".", "_")
+    return f"{ref.module.rpartition('.')[2]}_{ref.path.replace('.', '_')}"
+
+
+def bind_targets(program: Program) -> Program:
+    """``program`` with its qualified-name call targets bound once."""
+    index: dict[GlobalRef, TargetRef] = {}
+    decls: list[TargetDecl] = list(program.targets)
+    for i, decl in enumerate(decls):  # a program bound before keeps its targets
+        index[decl.ref] = TargetRef(i, decl.name)
+
+    def bind(stmt: Stmt) -> tuple[Stmt]:
+        if type(stmt) is not Call:
+            return (stmt,)  # the common case, cheaply: a tuple, not a generator
+        callee = stmt.callee
+        if type(callee) is not GlobalRef or callee.module == "builtins":
+            return (stmt,)
+        ref = index.get(callee)
+        if ref is None:
+            ref = index[callee] = TargetRef(len(decls), target_hint(callee))
+            decls.append(TargetDecl(ref.name, callee))
+        # an exact Call (checked above): rebuilt directly, not through replace()
+        return (Call(stmt.target, ref, stmt.args, stmt.kwargs, stmt.node, stmt.where),)
+
+    bound = map_bodies(program, bind)
+    if len(decls) == len(program.targets):
+        return bound
+    return dataclasses.replace(bound, targets=tuple(decls))
+
+
+# ==========================================================================
+# The liveness pass: a ``del`` right after each local's last use.
+#
+# For every function of a program, existing ``Del`` statements are dropped
+# (the pass is idempotent) and a ``Del`` is placed
+#
+# * after the statement that reads a local for the last time (parameters
+#   included — a parameter never read is deleted before the first statement);
+# * right after the statement that makes a local nobody reads (the statement
+#   still runs: calls keep their side effects and their order);
+# * never for a local that the ``Return`` reads, and never after the ``Return``;
+# * never for a local a statement consumes (an ``Unbox``'s list: emptied, it
+#   holds nothing).
+#
+# Locals are single-assignment (FX node names), so a name's last use is
+# unambiguous. Names in one ``Del`` appear in the order they were defined.
+
+
+def insert_dels(program: Program) -> Program:
+    """Return ``program`` with dels placed in every function."""
+    functions = tuple(place_dels(fn) for fn in program.functions)
+    return dataclasses.replace(program, functions=functions)
+
+
+def place_dels(fn: Function) -> Function:
+    """``fn`` with a del right after each local's last use (existing dels replaced)."""
+    body = [stmt for stmt in fn.body if type(stmt) is not Del]
+    order: dict[str, int] = {}  # name -> definition order
+    position: dict[str, int] = {}  # name -> index of the statement after which it dies
+    for param in fn.params:
+        order[param.name] = len(order)
+        position[param.name] = -1
+    keep: set[str] = set()
+    consumes: dict[type, bool] = {}  # by statement class: does it consume a local?
+    for i, stmt in enumerate(body):
+        kind = type(stmt)
+        if kind is Return:
+            keep.update(reads(stmt))
+            continue
+        for name in reads(stmt):
+            position[name] = i
+        consuming = consumes.get(kind)
+        if consuming is None:
+            consuming = consumes[kind] = bool(schema_of(kind).deleting)
+        if consuming:  # (Dels are gone): what it consumes needs no del
+            keep.update(deletes(stmt))
+        for target in writes(stmt):
+            if target not in order:
+                order[target] = len(order)
+                position.setdefault(target, i)
+    dies_after: dict[int, list[str]] = {}
+    for name, index in position.items():
+        if name not in keep and name in order:
+            dies_after.setdefault(index, []).append(name)
+    key = order.__getitem__
+    out: list[Stmt] = []
+    if -1 in dies_after:
+        out.append(Del(tuple(sorted(dies_after[-1], key=key))))
+    for i, stmt in enumerate(body):
+        out.append(stmt)
+        dies = dies_after.get(i)
+        if dies is not None:
+            out.append(Del(tuple(sorted(dies, key=key))))
+    return dataclasses.replace(fn, body=tuple(out))
+
+
+# ==========================================================================
+# The naming pass: every identifier in the emitted module valid and unique.
+#
+# A :class:`Namespace` owns the names of one scope. The module scope reserves
+# Python keywords, builtins, the reserved globals ``inf``/``nan``, and the
+# top-level names of imported modules; then it names the entry function (the
+# user's name, kept exactly), the binder, the bindings (submodules, constants,
+# call targets) and the inlined functions. Each function's locals are named in a copy of that
+# scope, so no local can shadow ``torch``, a builtin, a binding or a helper.
+# A name that is taken gets ``_1``, ``_2``, … appended, as FX does it (a taken
+# ``x_1`` becomes ``x_2``, not ``x_1_1``); a name that is not an
+# ASCII identifier is sanitized first. Parameters keep their keyword when they
+# can, and calls to inlined functions follow their parameters' new names.
+#
+# The entry function's parameters are what callers pass by keyword
+# (``fn(input=x)``, as the ``GraphModule`` takes it), so each keeps its
+# placeholder's own name even where that name is a builtin (``input``, ``id``,
+# ``type``): the module scope reserves it before naming the bindings, and the
+# parameter shadows the builtin, which the function's code then does not use.
+# It is renamed only where the name is one the function's code needs
+# (:func:`_needed_globals`: a module or builtin its expressions write, a
+# convention's helper, a name the templates reserve); then it is passed by
+# position only, and a keyword-only parameter (after ``*args``) that cannot
+# keep its name is refused with a :class:`~stitchgen.errors.CodegenError`.
+
+
+def assign_names(program: Program) -> Program:
+    """Rename every identifier of ``program`` so the module is valid Python
+    in which nothing shadows anything else."""
+    scope = Namespace(RESERVED | set(program.reserved))
+    for module in program.imports:
+        scope.reserve(module.partition(".")[0])
+    if program.name in scope:
+        raise ProgramError(
+            f"function name {program.name!r} would shadow a builtin, keyword or imported "
+            f"module ({', '.join(program.imports) or 'none imported'}); choose another name"
+        )
+    scope.reserve(program.name)
+    *inlined, entry = program.functions
+    kept = _kept_keywords(program, entry)
+    for name in kept.values():  # before the bindings: none takes a caller's keyword
+        scope.reserve(name)
+    binder = scope.create(program.binder)
+    submods = tuple(_renamed(s, scope.create(s.name)) for s in program.submods)
+    consts = tuple(ConstDecl(scope.create(c.name), c.description) for c in program.consts)
+    targets = tuple(TargetDecl(scope.create(t.name), t.ref) for t in program.targets)
+    fn_names = {fn.name: scope.create(fn.name) for fn in inlined}
+    # parameters first: calls to an inlined function need its new keyword names
+    local_scopes: list[tuple[Namespace, dict[str, str], tuple[Param, ...]]] = []
+    keywords: dict[str, dict[str, str]] = {}
+    for fn in program.functions:
+        ns = scope.copy()
+        if fn is not entry:
+            ns.release(kept.values())  # the entry's parameters: free in other functions
+        names: dict[str, str] = {}
+        params = []
+        for p in fn.params:
+            if fn is entry and p.name in kept:
+                new = names[p.name] = kept[p.name]  # reserved in the module scope above
+            else:
+                new = names[p.name] = ns.create(p.keyword or p.name)
+            params.append(p if new == p.name else dataclasses.replace(p, name=new))
+        local_scopes.append((ns, names, tuple(params)))
+        keywords[fn_names.get(fn.name, fn.name)] = {
+            p.keyword: new.name for p, new in zip(fn.params, params, strict=True) if p.keyword
+        }
+    renamer = _Renamer(submods, consts, targets, fn_names, keywords)
+    # the common case: FX names are already valid and free; then a function
+    # whose locals keep their names is reused as it is, not rebuilt
+    globals_kept = (
+        all(a.name == b.name for a, b in zip(program.submods, submods, strict=True))
+        and all(a.name == b.name for a, b in zip(program.consts, consts, strict=True))
+        and all(a.name == b.name for a, b in zip(program.targets, targets, strict=True))
+        and all(k == v for k, v in fn_names.items())
+        and all(k == v for m in keywords.values() for k, v in m.items())
+    )
+    functions = []
+    for fn, (ns, names, fn_params) in zip(program.functions, local_scopes, strict=True):
+        for stmt in fn.body:
+            for target in writes(stmt):
+                if target not in names:
+                    names[target] = ns.create(target)
+        if globals_kept and all(k == v for k, v in names.items()):
+            functions.append(fn)
+            continue
+        renamer.locals = names
+        new_params = tuple(
+            dataclasses.replace(p, default=renamer.expr(p.default)) if p.default else p
+            for p in fn_params
+        )
+        body = tuple(renamer.stmt(s) for s in fn.body)
+        name = program.name if fn is entry else fn_names[fn.name]
+        functions.append(Function(name, new_params, body, fn.origin))
+    return dataclasses.replace(
+        program,
+        binder=binder,
+        submods=submods,
+        consts=consts,
+        functions=tuple(functions),
+        targets=targets,
+    )
+
+
+def _kept_keywords(program: Program, entry: Function) -> dict[str, str]:
+    """The keywords the entry's parameters keep as their names, by parameter:
+    each plain parameter's (``*args`` and ``**kwargs`` are never passed by
+    name), unless the function's code needs that name for something else. A
+    keyword-only parameter that cannot keep its keyword could not be passed
+    at all: :class:`CodegenError`."""
+    needed = _needed_globals(program, entry, {p.keyword for p in entry.params})
+    kept: dict[str, str] = {}
+    keyword_only = False
+    for p in entry.params:
+        if p.kind:
+            keyword_only = keyword_only or p.kind == "*"
+            continue
+        if p.keyword and is_identifier(p.keyword) and p.keyword not in needed:
+            needed.add(p.keyword)  # one parameter per keyword
+            kept[p.name] = p.keyword
+        elif keyword_only:
+            raise CodegenError(
+                f"placeholder {p.keyword or p.name!r} is keyword-only (after *args), and "
+                "the generated function cannot take it by that name: the function's "
+                f"code needs {p.keyword!r} for itself (a module, builtin, helper or reserved "
+                "name); rename the input"
+            )
+    return kept
+
+
+def _needed_globals(program: Program, fn: Function, asked: set[str]) -> set[str]:
+    """The global names ``fn``'s code may need, of those ``asked`` about and
+    more: the modules and builtins its expressions are written with (call
+    targets are bound outside it, by the ``targets`` pass), the builtins the
+    expression writer spells (:data:`WRITER_BUILTINS`),
+    :data:`SHARED_GLOBALS`, and the names reserved for a convention or the
+    templates. The body is walked only where an asked name is a builtin or
+    an imported module's: no other name can be one its expressions use."""
+    needed = {*SHARED_GLOBALS, *WRITER_BUILTINS, *program.reserved}
+    roots = {module.partition(".")[0] for module in program.imports}
+    if not any(name in BUILTINS or name in roots for name in asked):
+        return needed  # the common case: inputs named x, positions, ...
+
+    def leaf(e: Any) -> Any:
+        if type(e) is GlobalRef:
+            needed.add((e.path if e.module == "builtins" else e.module).partition(".")[0])
+        return e
+
+    def expr(e: Any) -> Any:
+        return map_expr(e, leaf)
+
+    for p in fn.params:
+        if p.default is not None:
+            expr(p.default)
+    for stmt in fn.body:
+        map_stmt(stmt, expr=expr)
+    return needed
+
+
+def _renamed(decl: SubmodDecl, name: str) -> SubmodDecl:
+    """``decl`` under ``name`` (itself when the name is kept: the common case)."""
+    return decl if name == decl.name else dataclasses.replace(decl, name=name)
+
+
+class _Renamer:
+    def __init__(
+        self,
+        submods: tuple[SubmodDecl, ...],
+        consts: tuple[ConstDecl, ...],
+        targets: tuple[TargetDecl, ...],
+        fn_names: dict[str, str],
+        keywords: dict[str, dict[str, str]],
+    ) -> None:
+        self.submods = submods
+        self.consts = consts
+        self.targets = targets
+        self.fn_names = fn_names
+        self.keywords = keywords
+        self.locals: dict[str, str] = {}
+
+    def expr(self, e: Any) -> Any:
+        return map_expr(e, self._leaf)
+
+    def _leaf(self, e: Any) -> Any:
+        if isinstance(e, Name):
+            return Name(self.locals[e.id])
+        if isinstance(e, ConstRef):
+            return ConstRef(e.index, self.consts[e.index].name)
+        if isinstance(e, SubmodRef):
+            return SubmodRef(e.index, self.submods[e.index].name)
+        if isinstance(e, TargetRef):
+            return TargetRef(e.index, self.targets[e.index].name)
+        if isinstance(e, FunctionRef):
+            return FunctionRef(e.index, self.fn_names[e.name])
+        return e  # Literal, GlobalRef
+
+    def stmt(self, s: Stmt) -> Stmt:
+        renamed = map_stmt(s, expr=self.expr, local=self.locals.__getitem__, nested=self.stmt)
+        if isinstance(renamed, Calling) and type(renamed.callee) is FunctionRef and renamed.kwargs:
+            kw = self.keywords.get(renamed.callee.name, {})  # its parameters were renamed
+            pairs = tuple((kw.get(k, k), v) for k, v in renamed.kwargs)
+            return dataclasses.replace(renamed, kwargs=pairs)
+        return renamed
+
+
+# ==========================================================================
+# the pipeline
 
 Pass = Callable[[Program], Program]
 
