@@ -9,17 +9,70 @@ argument becomes as an IR expression. Names stay the FX node names here; the
 passes (:mod:`stitchgen.passes`) add the dels and make the names valid and
 collision-free.
 
-This package is the door; each concern has its module: ``program``
-(:func:`build_program`), ``lowerer`` (one graph's nodes, children and
-values, its state local to the pass), ``declarations`` (what the program
+This module holds the lowering, in four sections: the twin fingerprint
+(:func:`fingerprint`, which classifies a value in the order the lowerer's
+``arg`` does: they change together), the declarations (what the program
 declares across its graphs: imports, constants, bindings, inlined
-functions and twins), ``twins`` (:func:`fingerprint`), ``pytree`` (the pytree calling convention)
-and ``reading`` (what is read from FX, how argument values are classified).
+functions and twins), the lowerer (one graph's nodes, children and values),
+and :func:`build_program`. Beside it: ``reading`` (what is read from FX,
+how argument values are classified, and how an object is named by an exact
+qualified name) and ``pytree`` (the pytree calling convention, imported for
+such a graph only).
 """
 
-from .program import ConstPool, build_program
-from .reading import fetch_attr, pytree_info
-from .twins import fingerprint
+from __future__ import annotations
+
+import dataclasses
+import operator
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
+
+import torch.fx as fx
+
+from ..conventions import CLOSURE, ConstantPolicy, Convention, name_formats
+from ..errors import CodegenError
+from ..identifiers import Namespace, is_identifier
+from ..ir import (
+    Assign,
+    Call,
+    ConstDecl,
+    ConstRef,
+    DictExpr,
+    Expr,
+    Function,
+    FunctionRef,
+    GetItem,
+    GlobalRef,
+    ListExpr,
+    Literal,
+    MethodRef,
+    Name,
+    Param,
+    Program,
+    Return,
+    SliceExpr,
+    Stmt,
+    SubmodDecl,
+    SubmodRef,
+    TupleExpr,
+    Unbox,
+    UnpackCall,
+    writes,
+)
+from ..literals import is_primitive
+from ..records import Record, record
+from .reading import (
+    describe,
+    display_of,
+    fetch_attr,
+    hint_for,
+    holds_node,
+    is_inlinable,
+    pytree_info,
+    qualified_ref,
+    refuse_reference,
+    source_location,
+)
 
 __all__ = [
     "ConstPool",
@@ -28,3 +81,646 @@ __all__ = [
     "fingerprint",
     "pytree_info",
 ]
+
+
+# ==========================================================================
+# Twin pieces: :func:`fingerprint`, equal for two graphs that lower to
+# the same function up to their parameters' names (a decoder's layers), so
+# they share one.
+
+
+_Node = fx.Node
+
+
+def fingerprint(
+    gm: fx.GraphModule, *, constants: ConstantPolicy | None = None, source_lines: bool = False
+) -> tuple[Any, ...] | None:
+    """A key equal for two graphs that lower to the same function up to the
+    names of their parameters: the same ops on the same targets (by
+    identity), the same constants, wired the same way. A decoder's layers are
+    such twins; they share one generated function, so the emitted source —
+    and ``compile()``'s time, which follows its size — does not grow with the
+    layer count. None for a graph that calls modules (its children are
+    resolved by their paths, which differ). Constants are keyed as the
+    policy (``constants``; default: the closure convention's) writes them:
+    inline ones by type and spelling, displays by their items, every other
+    object by identity (one name or one binding per object). With
+    ``source_lines`` the nodes' source locations count too (a shared
+    function shows one piece's lines)."""
+    policy = constants if constants is not None else CLOSURE.constants
+    by_value = _BY_VALUE & policy.inline  # keyed as (type, value) right here: the common case
+    index: dict[fx.Node, int] = {}
+    # one flat sequence, read back unambiguously: a call is its target (an
+    # int id for a function, a str for a method), its argument count, one
+    # item per argument, its keywords (and its location); every other node
+    # is one tuple. No tuple per node or per argument list: a decoder's
+    # pieces are thousands of nodes, fingerprinted on the compile path.
+    key: list[Any] = []
+    add = key.append
+    for node in gm.graph.nodes:
+        op = node.op
+        if op == "call_function" or op == "call_method":  # the common case first
+            add(node.target if op == "call_method" else id(node.target))
+            args = node.args
+            add(len(args))
+            for a in args:
+                kind = type(a)
+                if kind is _Node:
+                    add(index.get(a, -1))
+                elif kind in by_value:
+                    add((kind, a))
+                else:
+                    add(_key(a, index, policy))
+            kwargs = node.kwargs
+            add(_key(kwargs, index, policy) if kwargs else ())
+            if source_lines:
+                add(source_location(node))
+        elif op == "placeholder":
+            target = node.target
+            stars = len(target) - len(target.lstrip("*")) if target[:1] == "*" else 0
+            add((op, stars, _key(node.args, index, policy) if node.args else ()))
+        elif op == "call_module":
+            return None
+        elif op == "get_attr":
+            try:
+                value = fetch_attr(gm, str(node.target))
+            except AttributeError:
+                return None
+            add((op, _key(value, index, policy)))
+        else:  # output: most often a tuple of the graph's values (a piece's)
+            args, kwargs = node.args, node.kwargs
+            value = args[0] if len(args) == 1 else None
+            if type(value) is tuple and not kwargs and all(type(v) is _Node for v in value):
+                add((op, tuple([index.get(v, -1) for v in value])))
+            else:
+                add((op, _key(args, index, policy), _key(kwargs, index, policy) if kwargs else ()))
+        index[node] = len(index)
+    return tuple(key)
+
+
+#: exact types keyed by their value itself (equal values, same spelling)
+_BY_VALUE = frozenset({int, bool, str, bytes, type(None)})
+
+
+def _key(value: Any, index: dict[fx.Node, int], policy: ConstantPolicy) -> Any:
+    """``value``'s part of a :func:`fingerprint`: equal for values written alike."""
+    kind = type(value)
+    if kind is _Node:
+        return index.get(value, -1)  # a plain int: every other key is a tuple
+    if kind in policy.inline:
+        return (kind, value) if kind in _BY_VALUE else (kind, repr(value))
+    display = display_of(value, policy)
+    if display is list or display is tuple:
+        return (display, tuple([_key(x, index, policy) for x in value]))
+    if display is dict:
+        items = value.items()
+        return (dict, tuple([(_key(k, index, policy), _key(v, index, policy)) for k, v in items]))
+    if kind is slice and (policy.constant_slices or holds_node(value)):
+        return (slice, _key((value.start, value.stop, value.step), index, policy))
+    return ("object", id(value))
+
+
+# ==========================================================================
+# What a program declares, across every graph the lowering reads:
+# :class:`Declarations` — the imports, the lifted constants, the children
+# called through bindings, the inlined functions (twins sharing one) and the
+# names found for objects. One per program; the lowering of each graph
+# (the lowerer, below) asks it for references and adds to it.
+
+
+class Declarations:
+    """A program's declarations, in first-use order (``formats``: the name
+    formats of constants, bindings and inlined functions)."""
+
+    def __init__(self, formats: Mapping[str, str]) -> None:
+        self.formats = formats
+        #: modules the code imports (the references' modules)
+        self.imports: set[str] = set()
+        #: lifted constants: the objects, their declarations, and each
+        #: object's index by id (the objects held, so ids stay unique)
+        self.const_values: list[Any] = []
+        self.const_decls: list[ConstDecl] = []
+        self.const_index: dict[int, int] = {}
+        #: children called through bindings (and, where the convention lists
+        #: them, inlined ones): declarations, the object found for each
+        #: (None: named opaque), and each child's index by qualified name
+        self.submod_decls: list[SubmodDecl] = []
+        self.submod_values: list[Any] = []
+        self.submod_index: dict[str, int] = {}
+        #: the distinct inlined functions, in order (a child's own children first)
+        self.functions: list[Function] = []
+        #: inlined children by qualified name -> their function's index (twins share one)
+        self.function_index: dict[str, int] = {}
+        #: a twin's fingerprint -> the first child lowered with it
+        self.twin_of: dict[tuple[Any, ...], str] = {}
+        #: children sharing a twin's function (their keywords may differ)
+        self.sharing: dict[str, fx.GraphModule] = {}
+        #: for a child sharing its twin's function: its keywords -> the function's
+        self.keywords: dict[str, dict[str, str]] = {}
+        #: ``qualified_ref`` answers by object id (call targets repeat a lot)
+        self.refs_by_id: dict[int, tuple[Any, GlobalRef | None]] = {}
+
+    def continue_pool(self, values: tuple[Any, ...], index: Mapping[int, int]) -> None:
+        """Number constants after a shared pool's (a ``ConstPool``'s fields)."""
+        self.const_values = list(values)
+        self.const_index = dict(index)
+        hint = self.formats["const"]
+        self.const_decls = [
+            ConstDecl(hint.format(hint=f"shared_{i}"), describe(v)) for i, v in enumerate(values)
+        ]
+
+    # -- children -------------------------------------------------------
+
+    def submod(self, path: str, child: Any = None) -> SubmodRef:
+        """The binding of the child ``path`` (declared on first use)."""
+        index = self.declare(path, child=child)
+        return SubmodRef(index, self.submod_decls[index].name)
+
+    def declare(self, path: str, inlined: bool = False, child: Any = None) -> int:
+        """The index of the child ``path``'s declaration (made on first use;
+        ``child`` is the object found for it, None for one named opaque)."""
+        index = self.submod_index.get(path)
+        if index is None:
+            index = self.submod_index[path] = len(self.submod_decls)
+            name = self.formats["submod"].format(path=path)
+            self.submod_decls.append(SubmodDecl(name, path, inlined))
+            self.submod_values.append(child)
+        return index
+
+    def function_ref(self, path: str) -> FunctionRef | None:
+        """The inlined function of the child ``path``, if it has one yet."""
+        index = self.function_index.get(path)
+        return None if index is None else self._function_ref(index)
+
+    def _function_ref(self, index: int) -> FunctionRef:
+        return FunctionRef(index, self.functions[index].name)
+
+    def share(self, path: str, twin: str, child: fx.GraphModule) -> FunctionRef:
+        """``path`` calls the function of ``twin``, a child lowered before
+        with the same fingerprint."""
+        index = self.function_index[path] = self.function_index[twin]
+        self.sharing[path] = child
+        return self._function_ref(index)
+
+    def add_function(
+        self, path: str, fn: Function, fingerprint: tuple[Any, ...] | None
+    ) -> FunctionRef:
+        """``fn``, the lowered child ``path``, placed after its own children
+        and named by its place."""
+        index = len(self.functions)
+        name = self.formats["inlined"].format(path=path, index=index)
+        self.function_index[path] = index
+        self.functions.append(dataclasses.replace(fn, name=name))
+        if fingerprint is not None:
+            self.twin_of[fingerprint] = path
+        return self._function_ref(index)
+
+    def twin_keywords(self, path: str) -> dict[str, str]:
+        """The keywords of ``path`` (a child sharing its twin's function) ->
+        the shared function's: their placeholders may be named apart."""
+        renamed = self.keywords.get(path)
+        if renamed is None:
+            fn = self.functions[self.function_index[path]]
+            placeholders = self.sharing[path].graph.find_nodes(op="placeholder")
+            mine = [str(n.target).lstrip("*") for n in placeholders]
+            keywords = (p.keyword for p in fn.params)
+            renamed = self.keywords[path] = dict(zip(mine, keywords, strict=True))
+        return renamed
+
+    # -- values ---------------------------------------------------------
+
+    def target_ref(self, target: Callable[..., Any]) -> GlobalRef | ConstRef:
+        """How the code reaches a call target: by name, else lifted."""
+        known = self.refs_by_id.get(id(target))
+        if known is not None and known[1] is not None:
+            return known[1]  # the common case: an op seen before, by name
+        return self.reference(target, getattr(target, "__name__", None) or type(target).__name__)
+
+    def reference(self, value: Any, hint: str) -> GlobalRef | ConstRef:
+        """An exact qualified name for ``value``, else a lifted binding."""
+        key = id(value)
+        known = self.refs_by_id.get(key)
+        if known is not None:
+            ref = known[1]
+        else:
+            ref = qualified_ref(value)
+            self.refs_by_id[key] = (value, ref)  # holds value: its id stays unique
+            if ref is not None and ref.module != "builtins":
+                self.imports.add(ref.module)
+        if ref is not None:
+            return ref
+        return self.lift(value, hint)
+
+    def lift(self, value: Any, hint: str) -> ConstRef:
+        """``value`` as a lifted constant (one binding per object)."""
+        index = self.const_index.get(id(value))
+        if index is None:
+            index = self.const_index[id(value)] = len(self.const_values)
+            self.const_values.append(value)  # keeps the object (and its id) alive
+            decl = ConstDecl(self.formats["const"].format(hint=hint), describe(value))
+            self.const_decls.append(decl)
+        return ConstRef(index, self.const_decls[index].name)
+
+
+# ==========================================================================
+# The lowering of graphs: :class:`Lowerer` turns each graph's nodes into IR
+# statements — one pass per graph, its state (values by node, the getitems
+# an unpacked call absorbed) local to that pass — and adds what the program
+# declares to its :class:`Declarations`.
+
+
+_GETITEM = operator.getitem
+
+
+class Lowerer:
+    """Lowers the graphs of one program (:func:`~stitchgen.lowering.build_program`
+    makes one per program): the settings, the program's :attr:`decls`, and
+    :meth:`function` for each graph."""
+
+    def __init__(
+        self,
+        opaque: frozenset[str],
+        formats: Mapping[str, str],
+        convention: Convention = CLOSURE,
+        source_lines: bool = False,
+        unpack: bool = False,
+    ) -> None:
+        #: children called through bindings even if they are GraphModules
+        self.opaque = opaque
+        #: trailing source-location comments; piece results unpacked where called
+        self.source_lines = source_lines
+        self.unpack = unpack
+        #: how argument values are written (the convention's constant policy)
+        self.policy = convention.constants
+        #: inlined children declared too (their binding None: vLLM's list)
+        self.lists_inlined = convention.lists_inlined
+        #: what the program declares, across its graphs
+        self.decls = Declarations(formats)
+        #: the children being lowered, innermost last (a recursion is an error)
+        self._in_progress: list[int] = []
+
+    # -- functions ------------------------------------------------------
+
+    def function(self, gm: fx.GraphModule, prefix: str, name: str) -> Function:
+        graph = gm.graph
+        env: dict[fx.Node, Expr] = {}
+        params: list[Param] = []
+        body: list[Stmt] = []
+        returned = False
+        seen: set[str] = set()
+        absorbed: set[fx.Node] = set()  # getitems an UnpackCall assigns: no statement
+        for node in graph.nodes:
+            if returned:
+                raise CodegenError("node follows the graph's output node", node)
+            local = node.name
+            if local in seen:  # names are our SSA variables: they must be unique
+                raise CodegenError("another node of this graph has the same name", node)
+            seen.add(local)
+            op = node.op
+            if op == "call_function":  # the common case first
+                if node not in absorbed:
+                    body.append(self.call_function(node, env))
+            elif op == "call_module":
+                stmt = self.call_module(gm, prefix, node, env)
+                if type(stmt) is UnpackCall:
+                    absorbed.update(node.users)  # one getitem per target, and nothing else
+                body.append(stmt)
+            elif op == "placeholder":
+                params.append(self.placeholder(node, env))
+            elif op == "output":
+                if len(node.args) != 1 or node.kwargs:
+                    raise CodegenError("output node must have exactly one argument", node)
+                body.append(Return(self.arg(node.args[0], node, env)))
+                returned = True
+            elif op == "get_attr":
+                body.append(Assign(node.name, self.get_attr(gm, node)))
+            elif op == "call_method":
+                body.append(self.call_method(node, env))
+            else:
+                raise CodegenError(f"unsupported op {op!r}", node)
+            if op != "output":
+                env[node] = Name(local)
+        if not returned:
+            raise CodegenError(
+                f"graph of {prefix.rstrip('.') or 'the root module'} has no output node"
+            )
+        return Function(name, tuple(params), tuple(body), origin=prefix.rstrip("."))
+
+    def placeholder(self, node: fx.Node, env: dict[fx.Node, Expr]) -> Param:
+        target = node.target
+        if type(target) is str and not node.args and target[:1] != "*":
+            return Param(node.name, None, "", target)  # the common case
+        target = str(target)
+        kind = "**" if target.startswith("**") else "*" if target.startswith("*") else ""
+        default = self.arg(node.args[0], node, env) if node.args else None
+        return Param(node.name, default, kind, keyword=target[len(kind) :])
+
+    # -- nodes ----------------------------------------------------------
+
+    def get_attr(self, gm: fx.GraphModule, node: fx.Node) -> Expr:
+        try:
+            value = fetch_attr(gm, str(node.target))
+        except AttributeError:
+            raise CodegenError("get_attr target is not an attribute of its module", node) from None
+        if is_primitive(value):
+            return Literal(value)
+        refuse_reference(value, node)
+        return self.decls.reference(value, hint=str(node.target))
+
+    def call_module(
+        self, gm: fx.GraphModule, prefix: str, node: fx.Node, env: dict[fx.Node, Expr]
+    ) -> Call | UnpackCall:
+        target = str(node.target)
+        path = prefix + target
+        args = self.args(node, env)
+        kwargs = self.kwargs(node, env) if node.kwargs else ()
+        decls = self.decls
+        if path in self.opaque:
+            callee: Any = decls.submod(path)
+        else:
+            try:
+                child = fetch_attr(gm, target)
+            except AttributeError:
+                raise CodegenError(
+                    f"call_module target {target!r} is not a submodule of "
+                    f"{prefix.rstrip('.') or 'the root module'}",
+                    node,
+                ) from None
+            if is_inlinable(child):
+                if self.lists_inlined:
+                    decls.declare(path, inlined=True, child=child)
+                callee = self.inline(child, path, node)
+                if kwargs and path in decls.sharing:
+                    renamed = decls.twin_keywords(path)
+                    kwargs = tuple((renamed.get(k, k), v) for k, v in kwargs)
+            elif callable(child):
+                callee = decls.submod(path, child)
+            else:
+                raise CodegenError(f"call_module target {target!r} is not callable", node)
+        if self.unpack and type(callee) is FunctionRef:
+            targets = self.unpack_targets(node, callee)
+            if targets is not None:
+                return UnpackCall(targets, callee, args, kwargs, node.name, self.where(node))
+        return Call(node.name, callee, args, kwargs, node.name, self.where(node))
+
+    def unpack_targets(self, node: fx.Node, callee: FunctionRef) -> tuple[str, ...] | None:
+        """The names of the getitems taking ``node``'s result apart, by item,
+        if that is all that reads it and they read every item of the tuple
+        the inlined function returns once (then ``node.users`` are those
+        getitems, and nothing else)."""
+        ret = self.decls.functions[callee.index].body[-1]
+        if type(ret) is not Return or type(ret.value) is not TupleExpr:
+            return None
+        size = len(ret.value.items)
+        users = node.users
+        if not size or len(users) != size:
+            return None
+        names: list[str | None] = [None] * size  # by item index: the getitem reading it
+        for user in users:
+            if user.target is not _GETITEM or user.op != "call_function":
+                return None
+            args = user.args
+            if len(args) != 2 or args[0] is not node or user.kwargs:
+                return None
+            index = args[1]
+            if type(index) is not int or not 0 <= index < size or names[index] is not None:
+                return None
+            if self.source_lines and source_location(user):
+                return None  # its line keeps its comment
+            names[index] = user.name
+        return tuple(names)  # type: ignore[arg-type]  # size distinct indices: all named
+
+    def call_function(self, node: fx.Node, env: dict[fx.Node, Expr]) -> Stmt:
+        target = node.target
+        if target is operator.getitem and len(node.args) == 2 and not node.kwargs:
+            obj = self.arg(node.args[0], node, env)
+            return GetItem(node.name, obj, self.arg(node.args[1], node, env), self.where(node))
+        if not callable(target):
+            raise CodegenError("call_function target is not callable", node)
+        callee = self.decls.target_ref(target)
+        kwargs = self.kwargs(node, env) if node.kwargs else ()
+        return Call(node.name, callee, self.args(node, env), kwargs, node.name, self.where(node))
+
+    def call_method(self, node: fx.Node, env: dict[fx.Node, Expr]) -> Call:
+        if not isinstance(node.target, str) or not node.args:
+            raise CodegenError("call_method needs a method name and a receiver", node)
+        receiver = self.arg(node.args[0], node, env)
+        args = tuple(self.arg(a, node, env) for a in node.args[1:])
+        method = MethodRef(receiver, node.target)
+        kwargs = self.kwargs(node, env)
+        return Call(node.name, method, args, kwargs, node.name, self.where(node))
+
+    def where(self, node: fx.Node) -> str:
+        """``node``'s source location (with ``source_lines``), else ``""``."""
+        return source_location(node) if self.source_lines else ""
+
+    def args(self, node: fx.Node, env: dict[fx.Node, Expr]) -> tuple[Expr, ...]:
+        """``node``'s positional arguments (graph values looked up directly)."""
+        arg = self.arg
+        return tuple([(type(a) is _Node and env.get(a)) or arg(a, node, env) for a in node.args])
+
+    def kwargs(self, node: fx.Node, env: dict[fx.Node, Expr]) -> tuple[tuple[str, Expr], ...]:
+        out = []
+        for key, value in node.kwargs.items():
+            if not isinstance(key, str):
+                raise CodegenError(f"keyword argument name {key!r} is not a string", node)
+            out.append((key, self.arg(value, node, env)))
+        return tuple(out)
+
+    # -- children -------------------------------------------------------
+
+    def inline(self, child: fx.GraphModule, path: str, node: fx.Node) -> FunctionRef:
+        """The function of the inlined child ``path``: lowered on first use,
+        or its twin's (the same graph, lowered before) if it has one."""
+        decls = self.decls
+        known = decls.function_ref(path)
+        if known is not None:
+            return known
+        key = fingerprint(child, constants=self.policy, source_lines=self.source_lines)
+        twin = decls.twin_of.get(key) if key is not None else None
+        if twin is not None:
+            return decls.share(path, twin, child)
+        return decls.add_function(path, self.lower_child(child, path, node), key)
+
+    def lower_child(self, child: fx.GraphModule, path: str, node: fx.Node) -> Function:
+        if id(child) in self._in_progress:
+            raise CodegenError(f"GraphModule {path!r} calls itself", node)
+        self._in_progress.append(id(child))
+        try:
+            return self.function(child, prefix=path + ".", name="")  # named once placed
+        finally:
+            self._in_progress.pop()
+
+    # -- values ---------------------------------------------------------
+
+    def arg(self, a: Any, node: fx.Node, env: dict[fx.Node, Expr]) -> Expr:
+        """An FX argument (any nesting of nodes, displays and constants),
+        written as the convention's constant policy says: inline, as a
+        display, by a verified qualified name or lifted. A value that holds
+        graph values is never a constant: it is a display (a slice too) or
+        an error."""
+        kind = type(a)
+        policy = self.policy
+        if kind in policy.inline:
+            return Literal(a)
+        if kind is _Node or isinstance(a, fx.Node):
+            return self._node(a, node, env)
+        display = display_of(a, policy)
+        if display is list:
+            return ListExpr(tuple([self.arg(x, node, env) for x in a]))
+        if display is tuple:
+            return TupleExpr(tuple([self.arg(x, node, env) for x in a]))
+        if display is dict:
+            return DictExpr(
+                tuple([(self.arg(k, node, env), self.arg(v, node, env)) for k, v in a.items()])
+            )
+        if kind is slice and (policy.constant_slices or holds_node(a)):
+            return SliceExpr(
+                self.arg(a.start, node, env),
+                self.arg(a.stop, node, env),
+                self.arg(a.step, node, env),
+            )
+        if holds_node(a):
+            raise CodegenError(
+                f"argument of type {kind.__qualname__} holds graph values; only tuple, "
+                "list, dict and slice displays may",
+                node,
+            )
+        refuse_reference(a, node)
+        if policy.qualified_names:
+            return self.decls.reference(a, hint=hint_for(a))
+        # vLLM's: lifted, an IntEnum member too (its repr() is no code)
+        return self.decls.lift(a, hint_for(a))
+
+    def _node(self, a: fx.Node, node: fx.Node, env: dict[fx.Node, Expr]) -> Expr:
+        expr = env.get(a)
+        if expr is None:
+            where = "another graph" if a.graph is not node.graph else "later in the graph"
+            raise CodegenError(f"uses node {a.name!r} from {where}", node)
+        return expr
+
+
+# ==========================================================================
+# The lowering's entry: :func:`build_program` (and :class:`ConstPool`, the
+# constants shared with code generated before).
+
+
+@record
+class ConstPool(Record):
+    """Lifted constants shared with code generated before (vLLM's ``consts``
+    list and ``const_index``, id → index): a program lowered with a pool
+    numbers its constants after the pool's and reuses the pool's objects
+    (by identity, through ``index``). The pool is read, never changed:
+    the program's ``const_values`` are the pool's values followed by its own."""
+
+    values: tuple[Any, ...] = ()
+    index: Mapping[int, int] = dataclasses.field(default_factory=dict)
+
+    def __init__(
+        self, values: tuple[Any, ...] = (), index: Mapping[int, int] | None = None
+    ) -> None:
+        self.__dict__["values"] = values
+        self.__dict__["index"] = {} if index is None else index
+
+
+def build_program(
+    gm: fx.GraphModule,
+    *,
+    name: str = "execution_fn",
+    opaque: Iterable[str] = (),
+    names: Mapping[str, str] | None = None,
+    reserve: Iterable[str] = (),
+    boxed: bool = False,
+    convention: Convention = CLOSURE,
+    const_pool: ConstPool | None = None,
+    source_lines: bool = False,
+    unpack: bool = False,
+) -> Program:
+    """The raw program for ``gm``'s graph, whose entry function is ``name``:
+    FX names, no dels — what the passes (:mod:`stitchgen.passes`) take.
+
+    Children named in ``opaque`` (qualified names, e.g. ``"submod_1"``) are
+    called through bindings; other ``GraphModule`` children are inlined
+    (recursively); any other child is called through a binding whose default
+    is the child itself. ``names`` overrides :data:`NAME_FORMATS` (the binder's
+    name, and the formats of binding and inlined-function names); ``reserve``
+    adds names no identifier may take. ``boxed`` gives the entry function
+    the boxed-inputs convention (one list argument, cleared on entry, as
+    Inductor's ``call(args)``). ``convention``
+    (:mod:`stitchgen.conventions`) brings its helper names (reserved), its
+    name formats and its constant policy; ``const_pool`` continues the
+    numbering of constants shared with earlier code. ``source_lines`` gives
+    each call and getitem the user's source location of its node
+    (:func:`source_location`), which the code writes as a trailing comment.
+
+    ``unpack=True``: a call of an inlined child whose result is read only
+    by one ``getitem`` per item (indices ``0 .. n-1``, each once; none with a
+    source location) is an :class:`~stitchgen.ir.UnpackCall` —
+    ``a, b = inlined_submod_0(x)`` — and those getitems are not statements
+    of their own: the tuple is never a local to take apart and delete. A
+    decoder's entry shrinks to about a third of its lines, and ``compile()``
+    of the module with it. Same objects, same order of calls. A result read
+    any other way (passed on, returned, a computed index, an item unread),
+    or a piece called through a binding (whose result's length the code
+    cannot know), keeps a ``getitem`` per item, as with ``unpack=False``
+    (which passes of your own take).
+
+    >>> import torch, torch.fx as fx
+    >>> gm = fx.symbolic_trace(lambda x: torch.relu(x) + 1)
+    >>> program = build_program(gm)
+    >>> [p.name for p in program.entry.params], program.entry.body[-1]
+    (['x'], Return(value=Name(id='add')))
+    """
+    if not isinstance(gm, fx.GraphModule):
+        raise TypeError(
+            f"stitchgen expects a torch.fx.GraphModule, got {type(gm).__module__}."
+            f"{type(gm).__qualname__}"
+        )
+    if not isinstance(name, str) or not is_identifier(name):
+        raise ValueError(f"function name must be a Python identifier, got {name!r}")
+    formats = name_formats({**convention.names, **(names or {})})
+    lowerer = Lowerer(frozenset(opaque), formats, convention, source_lines, unpack)
+    decls = lowerer.decls
+    if const_pool is not None:
+        decls.continue_pool(const_pool.values, const_pool.index)
+    entry = lowerer.function(gm, prefix="", name=name)
+    if pytree_info(gm) is not None:
+        from .pytree import pytree_entry  # imported for such a graph only (start-up)
+
+        entry = pytree_entry(gm, entry, decls.target_ref, decls.lift)
+    if boxed:
+        if not convention.boxed:
+            raise ValueError(f"boxed inputs are not part of the {convention.name} convention")
+        odd = [p.keyword for p in entry.params if p.kind or p.default is not None]
+        if odd:
+            raise CodegenError(
+                f"boxed inputs need plain positional parameters; {odd} have defaults or are *args"
+            )
+        entry = _boxed(entry)
+    unused = lowerer.opaque - set(decls.submod_index)
+    if unused:
+        raise CodegenError(
+            f"no call_module node calls {sorted(unused)}; the graph calls "
+            f"{sorted(decls.submod_index) + sorted(decls.function_index)}"
+        )
+    return Program(
+        name=name,
+        binder=formats["binder"],
+        imports=tuple(sorted(decls.imports)),
+        submods=tuple(decls.submod_decls),
+        consts=tuple(decls.const_decls),
+        functions=(*decls.functions, entry),
+        reserved=tuple(sorted({*reserve, *convention.helpers})),
+        const_values=tuple(decls.const_values),
+        submod_values=tuple(decls.submod_values),
+    )
+
+
+def _boxed(entry: Function) -> Function:
+    """``entry`` taking its inputs as one list (``args``, named apart from
+    every local), which an :class:`~stitchgen.ir.Unbox` opening the body
+    unpacks and empties."""
+    taken = {p.name for p in entry.params} | {t for s in entry.body for t in writes(s)}
+    box = Namespace(taken).create("args")
+    unbox = Unbox(tuple(p.name for p in entry.params), box)
+    return dataclasses.replace(entry, params=(Param(box),), body=(unbox, *entry.body))
