@@ -1,5 +1,7 @@
-"""The shipped templates' text, written without Jinja: the fast path — and
-the one source of every line the shipped templates write.
+"""The code's text: every expression (:class:`Writer`) and every line the
+shipped templates write (:class:`Emitter` and its variants), written
+without Jinja — the fast path, and the one source of that text. One module
+in three sections: the expression writer, the emitter, the variants.
 
 Where the shipped templates are in effect — the built-ins, or the
 ``profiled`` or ``vllm`` variant, with no template directory overriding
@@ -12,10 +14,9 @@ rule, :func:`~stitchgen.ir.block_method`: ``call``, ``getitem``,
 ``assign``, ``del_``, ``return_``, ``unbox``; with
 ``call_head``/``call_expr`` for the template path), and
 each shipped variant is a subclass that overrides the blocks whose text
-differs (``variant_emitters.py``: the variants, their registry and
-:func:`~stitchgen.variant_emitters.emit`). Expressions come
-from the same writer the templates' filters use
-(:class:`~stitchgen.expressions.Writer`). The shipped templates'
+differs (the variants, their registry :data:`EMITTERS` and :func:`emit`).
+Expressions come from the same writer the templates' filters use
+(:class:`Writer`). The shipped templates'
 blocks call these same methods (the template variable ``emit``,
 :class:`stitchgen.filters.BlockText`), so Jinja renders what it always did
 and serves overrides only; a test renders the golden corpus and fuzzed
@@ -30,15 +31,215 @@ black run; a line outside the shapes ``layout`` knows raises
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
+from types import MappingProxyType
 from typing import Any, ClassVar
 
+from .conventions import VLLM
 from .errors import TemplateError
-from .expressions import Writer, comment_source, dotted_source, name_items
-from .identifiers import checked
-from .ir import DictExpr, Function, ListExpr, Program, TupleExpr, UnpackCall, block_method
+from .identifiers import NotAnIdentifier, checked, is_identifier
+from .ir import (
+    ConstRef,
+    DictExpr,
+    Function,
+    FunctionRef,
+    GlobalRef,
+    ListExpr,
+    Literal,
+    MethodRef,
+    Name,
+    Param,
+    Program,
+    SliceExpr,
+    SubmodRef,
+    TargetRef,
+    TupleExpr,
+    UnpackCall,
+    block_method,
+    iter_statements,
+)
+from .literals import literal_source
 
-__all__ = ["HEADER", "INDENT", "Emitter", "ident"]
+__all__ = [
+    "EMITTERS",
+    "Emitter",
+    "HEADER",
+    "INDENT",
+    "ProfiledEmitter",
+    "VllmEmitter",
+    "Writer",
+    "comment_source",
+    "dotted_source",
+    "emit",
+    "emit_for",
+    "ident",
+    "name_items",
+]
+
+
+# ==========================================================================
+# IR expressions → Python source: the one place that writes them.
+#
+# Templates place text; this module decides it. The emitter (the fast path)
+# writes with :class:`Writer` directly; the templates' filters
+# (:mod:`stitchgen.filters`) wrap the same methods. Every value a template
+# prints comes from one of those filters, or is a plain identifier or an int —
+# the environment's ``finalize`` refuses anything else, so no constant can ever
+# reach the source except through :func:`~stitchgen.literals.literal_source`.
+# This module imports no Jinja and no markupsafe.
+#
+# How a binding is spelled depends on the calling convention: by its closure
+# name (``call_submod_1``) by default, or by index (``__vllm_submods__[0]``)
+# in the ``vllm`` variant. :class:`Writer` holds those spellings.
+
+
+def _is_none(e: Any) -> bool:
+    return isinstance(e, Literal) and e.value is None
+
+
+class Writer:
+    """Writes expressions for one calling convention.
+
+    ``refs`` maps ``"submod"``, ``"const"`` and ``"function"`` to a format
+    string with ``{name}`` and ``{index}``; a missing key means "by name".
+    """
+
+    __slots__ = ("refs",)
+
+    def __init__(self, refs: Iterable[tuple[str, str]] = ()) -> None:
+        self.refs: tuple[tuple[str, str], ...] = tuple(refs)
+
+    def __repr__(self) -> str:
+        return f"Writer(refs={self.refs!r})"
+
+    @classmethod
+    def for_refs(cls, refs: Mapping[str, str]) -> Writer:
+        return cls(tuple(sorted(refs.items())))
+
+    def _ref(self, kind: str, name: str, index: int) -> str:
+        for key, fmt in self.refs:
+            if key == kind:
+                return fmt.format(name=name, index=index)
+        return name
+
+    # -- expressions ------------------------------------------------------
+
+    def source(self, e: Any) -> str:
+        """Python source for an IR expression or callee."""
+        if isinstance(e, Name):
+            return e.id
+        if isinstance(e, Literal):
+            return literal_source(e.value)
+        if isinstance(e, SubmodRef):
+            return self._ref("submod", e.name, e.index)
+        if isinstance(e, ConstRef):
+            return self._ref("const", e.name, e.index)
+        if isinstance(e, FunctionRef):
+            return self._ref("function", e.name, e.index)
+        if isinstance(e, TargetRef):
+            return self._ref("target", e.name, e.index)
+        if isinstance(e, GlobalRef):
+            if e.module == "builtins":
+                return e.path
+            return f"{e.module}.{e.path}" if e.path else e.module
+        if isinstance(e, TupleExpr):
+            if len(e.items) == 1:
+                return f"({self.source(e.items[0])},)"
+            return f"({', '.join(self.display_items(e))})"
+        if isinstance(e, ListExpr):
+            return f"[{', '.join(self.display_items(e))}]"
+        if isinstance(e, DictExpr):
+            return "{" + ", ".join(self.display_items(e)) + "}"
+        if isinstance(e, SliceExpr):
+            return f"slice({self._items((e.start, e.stop, e.step))})"
+        if isinstance(e, MethodRef):
+            if is_identifier(e.method):
+                return f"{self.atom_source(e.receiver)}.{e.method}"
+            return f"getattr({self.source(e.receiver)}, {literal_source(e.method)})"
+        raise TypeError(f"cannot render {type(e).__name__} as an expression")
+
+    def _items(self, items: Sequence[Any]) -> str:
+        return ", ".join(self.source(x) for x in items)
+
+    def atom_source(self, e: Any) -> str:
+        """``e`` as something ``[...]``, ``.attr`` or ``(...)`` may follow."""
+        text = self.source(e)
+        return f"({text})" if isinstance(e, (Literal, SliceExpr)) else text
+
+    def _subscript_item(self, e: Any) -> str:
+        if isinstance(e, SliceExpr):
+            start = "" if _is_none(e.start) else self.source(e.start)
+            stop = "" if _is_none(e.stop) else self.source(e.stop)
+            text = f"{start}:{stop}"
+            return text if _is_none(e.step) else f"{text}:{self.source(e.step)}"
+        return self.source(e)
+
+    def subscript_source(self, index: Any) -> str:
+        """The text between the brackets of ``obj[...]``: slices as ``a:b:c``,
+        a tuple of two or more items without parentheses, ``...`` for Ellipsis."""
+        if isinstance(index, TupleExpr) and len(index.items) > 1:
+            return ", ".join(self._subscript_item(x) for x in index.items)
+        return self._subscript_item(index)
+
+    def argument_items(self, stmt: Any) -> list[str]:
+        """A call's arguments, one source text each (see :meth:`arguments_source`)."""
+        parts = [self.source(a) for a in stmt.args]
+        odd = []
+        for key, value in stmt.kwargs:
+            if is_identifier(key):
+                parts.append(f"{key}={self.source(value)}")
+            else:
+                odd.append(f"{literal_source(key)}: {self.source(value)}")
+        if odd:
+            parts.append("**{" + ", ".join(odd) + "}")
+        return parts
+
+    def arguments_source(self, stmt: Any) -> str:
+        """``a, b, k=v`` for a call; keyword names that are not identifiers go
+        through ``**{...}`` so they stay data."""
+        return ", ".join(self.argument_items(stmt))
+
+    def param_items(self, params: Sequence[Param]) -> list[str]:
+        """Parameters, one source text each (``x``, ``y=2``, ``*rest``)."""
+        out = []
+        for p in params:
+            text = p.kind + checked(p.name, "parameter")
+            if p.default is not None:
+                text += "=" + self.source(p.default)
+            out.append(text)
+        return out
+
+    def params_source(self, params: Sequence[Param]) -> str:
+        return ", ".join(self.param_items(params))
+
+    def display_items(self, e: Any) -> list[str]:
+        """The items of a tuple, list or dict display, one source text each."""
+        if isinstance(e, DictExpr):
+            return [f"{self.source(k)}: {self.source(v)}" for k, v in e.items]
+        return [self.source(x) for x in e.items]
+
+
+def name_items(items: Iterable[Any]) -> list[str]:
+    """Identifiers, or the ``name`` of objects that have one, each checked."""
+    out = []
+    for item in items:
+        out.append(checked(item if isinstance(item, str) else item.name))
+    return out
+
+
+def dotted_source(name: str) -> str:
+    """A dotted module or attribute path, checked atom by atom."""
+    return checked(name, dotted=True)
+
+
+def comment_source(text: Any) -> str:
+    """``text`` made safe for a one-line comment (newlines and controls escaped)."""
+    return repr(str(text))[1:-1]
+
+
+# ==========================================================================
+# The emitter: the built-in templates' text, block by block.
+
 
 #: the built-in ``header`` block
 HEADER = "# Generated by stitchgen from an FX graph. Do not edit: regenerate.\n"
@@ -328,3 +529,196 @@ class Emitter:
 #: the emitter method of each statement class (a cache, safe to share: a
 #: class's block does not change)
 _METHODS: dict[type, str] = {}
+
+# ==========================================================================
+# The shipped template variants' emitters and the registry that picks one:
+# :class:`ProfiledEmitter` (``profiled``), :class:`VllmEmitter` (``vllm``),
+# each overriding the blocks of :class:`~stitchgen.emitter.Emitter` (the
+# built-ins) whose text differs; :func:`emit` writes a program with the
+# emitter of its template set.
+
+
+class ProfiledEmitter(Emitter):
+    """The ``profiled`` variant: a function that calls pieces checks once
+    per call whether a profiler is on (``profiling``); then each piece call
+    runs inside ``torch.profiler.record_function("<node>")``, or plainly —
+    nothing but a branch when no profiler runs. ``torch`` imported."""
+
+    variant = "profiled"
+
+    def imports(self) -> None:
+        super().imports()
+        if "torch" not in self.program.imports:
+            self.out.append("import torch\n")
+
+    def opening(self, fn: Function, indent: str) -> None:
+        """The unpacking, then — in a function that calls a piece — the one
+        check per call of whether a profiler is on."""
+        super().opening(fn, indent)
+        if any(getattr(stmt, "is_piece", False) for stmt in iter_statements(fn.body)):
+            self.line(f"{indent}profiling = torch.autograd._profiler_enabled()")
+
+    def call(self, stmt: Any, indent: str) -> None:
+        if not stmt.is_piece:
+            super().call(stmt, indent)
+        elif not self.black:
+            expr, tail = self.call_expr(stmt), self.call_tail(stmt)
+            self.out.append(f"{self.call_head(stmt, indent)}{expr}{tail}\n")
+            self.out.append(f"{self.call_else(stmt, indent)}{expr}{tail}\n")
+        else:
+            self.line(f"{indent}if profiling:")
+            self.line(self.profiled(stmt, indent + INDENT))
+            super().call(stmt, indent + 2 * INDENT)
+            self.line(f"{indent}else:")
+            super().call(stmt, indent + INDENT)
+
+    def call_head(self, stmt: Any, indent: str) -> str:
+        """A piece call: the profiled branch, up to its call expression."""
+        if not stmt.is_piece:
+            return super().call_head(stmt, indent)
+        ranged = self.profiled(stmt, indent + INDENT)
+        return f"{indent}if profiling:\n{ranged}\n{super().call_head(stmt, indent + 2 * INDENT)}"
+
+    def call_else(self, stmt: Any, indent: str) -> str:
+        """A piece call: the plain branch (no profiler on), up to its call
+        expression."""
+        if not stmt.is_piece:
+            return ""
+        return f"{indent}else:\n{super().call_head(stmt, indent + INDENT)}"
+
+    def profiled(self, stmt: Any, indent: str) -> str:
+        """The line that opens a piece call's profiler range."""
+        return f"{indent}with torch.profiler.record_function({literal_source(stmt.node)}):"
+
+
+class VllmEmitter(Emitter):
+    """The ``vllm`` variant: module-level functions; the entry (unless the
+    option ``vllm_entry_submods`` is false) and every inlined piece that
+    calls a bound piece take ``*, __vllm_submods__`` and are passed it."""
+
+    variant = "vllm"
+    header_text = "# Generated by stitchgen (vllm variant). Do not edit: regenerate.\n"
+
+    def __init__(self, program: Program, **kwargs: Any) -> None:
+        super().__init__(program, **kwargs)
+        self.needs_submods = functions_calling_submods(program)
+
+    def binder(self) -> None:
+        gap = "\n\n" if self.black else "\n"  # black: two blank lines between top-level defs
+        self.targets()
+        for i, fn in enumerate(self.program.functions):
+            if i:
+                self.out.append(gap)
+            self.function(fn, "")
+        if not self.black:
+            self.out.append("\n")
+
+    def targets(self) -> None:
+        """The call targets bound once, at module level (globals: vLLM's
+        ``compile_execution_fn`` runs the module as it is)."""
+        if self.program.targets:
+            if self.black and self.out[-1:] == ["\n\n"]:
+                self.out[-1] = "\n"  # black: one blank line from imports to an assignment
+            self.target_lines("")
+            self.out.append("\n\n" if self.black else "\n")
+
+    def signature(self, fn: Function, indent: str) -> None:
+        params = self.writer.param_items(fn.params)
+        entry = fn.name == self.program.name and self.options.get("vllm_entry_submods", True)
+        if fn.name in self.needs_submods or entry:
+            params = keyword_only(fn.params, params, VLLM.submods_param)
+        self.define(indent, ident(fn.name), params)
+
+    def call_parts(self, stmt: Any) -> tuple[str, list[str]]:
+        callee, items = super().call_parts(stmt)
+        if stmt.inlined in self.needs_submods:
+            items.append(f"{VLLM.submods_param}={VLLM.submods_param}")
+        return callee, items
+
+
+def functions_calling_submods(program: Program) -> frozenset[str]:
+    """Names of the functions that call a bound submodule, directly or
+    through an inlined function, at any depth of their bodies (the vllm
+    convention passes ``__vllm_submods__`` to these)."""
+    direct: dict[str, set[str]] = {}
+    needs: set[str] = set()
+    for fn in program.functions:
+        calls = direct.setdefault(fn.name, set())
+        for stmt in iter_statements(fn.body):
+            callee = getattr(stmt, "callee", None)
+            if isinstance(callee, SubmodRef):
+                needs.add(fn.name)
+            elif isinstance(callee, FunctionRef):
+                calls.add(callee.name)
+    for fn in program.functions:  # callees come first: one ordered sweep suffices
+        if direct[fn.name] & needs:
+            needs.add(fn.name)
+    return frozenset(needs)
+
+
+def keyword_only(params: Sequence[Param], items: list[str], name: str) -> list[str]:
+    """``items`` (the source of ``params``) with the keyword-only parameter
+    ``name`` added where Python allows it: after ``*args`` (or a bare ``*``),
+    before ``**kwargs``.
+
+    >>> keyword_only([Param("x"), Param("kw", kind="**")], ["x", "**kw"], "s")
+    ['x', '*', 's', '**kw']
+    """
+    kinds = [p.kind for p in params]
+    at = kinds.index("**") if "**" in kinds else len(items)
+    star = [] if "*" in kinds else ["*"]
+    return [*items[:at], *star, name, *items[at:]]
+
+
+#: the emitter of each shipped template set (None: the built-ins)
+EMITTERS: Mapping[str | None, type[Emitter]] = MappingProxyType(
+    {cls.variant: cls for cls in (Emitter, ProfiledEmitter, VllmEmitter)}
+)
+
+
+def emit_for(
+    program: Program,
+    variant: str | None = None,
+    writer: Writer | None = None,
+    options: Mapping[str, Any] | None = None,
+    *,
+    black: bool = False,
+) -> Emitter:
+    """The emitter that writes ``program`` as the shipped template set
+    ``variant`` does (the templates' ``emit`` wraps one)."""
+    return EMITTERS[variant](program, black=black, writer=writer, options=options)
+
+
+def emit(
+    program: Program,
+    *,
+    black: bool = False,
+    variant: str | None = None,
+    writer: Writer | None = None,
+    options: Mapping[str, Any] | None = None,
+) -> str:
+    """``program``'s source as the shipped templates (``variant``) render it;
+    with ``black=True``, laid out as black formats it (or :class:`Unsure`).
+
+    >>> import torch.fx as fx, stitchgen
+    >>> print(emit(stitchgen.lower(fx.symbolic_trace(lambda x: x + 1))), end="")
+    # Generated by stitchgen from an FX graph. Do not edit: regenerate.
+    import operator
+    <BLANKLINE>
+    <BLANKLINE>
+    def bind():
+        operator_add = operator.add
+    <BLANKLINE>
+        def execution_fn(x):
+            add = operator_add(x, 1)
+            del x
+            return add
+    <BLANKLINE>
+        return execution_fn
+    """
+    emitter = emit_for(program, variant, writer, options, black=black)
+    try:
+        return emitter.render()
+    except NotAnIdentifier as exc:  # a name the filters would refuse; anything else is a bug
+        where = f"the {variant} variant" if variant else "built-in"
+        raise TemplateError(f"module.py.j2 ({where}): {exc}", template="module.py.j2") from exc

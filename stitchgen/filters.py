@@ -1,7 +1,7 @@
 """The filters templates see, :class:`Code`, the type they return, and
 :class:`BlockText`, the shipped templates' text (the ``emit`` variable).
 
-Each filter wraps a method of :class:`~stitchgen.expressions.Writer` (or a
+Each filter wraps a method of :class:`~stitchgen.emitter.Writer` (or a
 helper beside it) and marks its text as code; Jinja's environment
 (``environment.py``) prints nothing else but template text, ints and the
 program's own names. Imported only where templates render through Jinja (or
@@ -17,9 +17,8 @@ from typing import Any, cast
 
 from markupsafe import Markup
 
-from .emitter import INDENT, Emitter
+from .emitter import INDENT, Emitter, Writer, comment_source, dotted_source, name_items
 from .errors import TemplateError
-from .expressions import Writer, comment_source, dotted_source, name_items
 from .ir import STATEMENTS, Unbox, block_method
 from .literals import literal_source
 

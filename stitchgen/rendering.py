@@ -35,10 +35,9 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
 from .conventions import CLOSURE, VLLM, Convention, name_formats
+from .emitter import Writer, emit, emit_for
 from .errors import TemplateDirError, TemplateError
-from .expressions import Writer
 from .ir import Program
-from .variant_emitters import emit, emit_for
 
 if TYPE_CHECKING:
     import jinja2

@@ -23,9 +23,9 @@ from stitching_graphs import stitching_graphs
 
 import stitchgen
 from stitchgen import TemplateError, Templates, ir
+from stitchgen.emitter import emit
 from stitchgen.formatting import OLDEST_PYTHON, black_mode
 from stitchgen.layout import LINE_LENGTH, Unsure
-from stitchgen.variant_emitters import emit
 
 MODE = black_mode()  # what format=True runs black with
 FUZZ = settings(

@@ -7,9 +7,8 @@ import torch.fx as fx
 
 import stitchgen
 from stitchgen import ProgramError, StitchgenError, TemplateError, ir
-from stitchgen.emitter import Emitter
+from stitchgen.emitter import Emitter, emit
 from stitchgen.errors import TemplateDirError
-from stitchgen.variant_emitters import emit
 
 
 def _program():

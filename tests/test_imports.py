@@ -22,7 +22,6 @@ COMPILE_PATH = {
     "stitchgen.conventions",
     "stitchgen.emitter",
     "stitchgen.errors",
-    "stitchgen.expressions",
     "stitchgen.generated",
     "stitchgen.identifiers",
     "stitchgen.ir",
@@ -34,7 +33,6 @@ COMPILE_PATH = {
     "stitchgen.pipeline",
     "stitchgen.records",
     "stitchgen.rendering",
-    "stitchgen.variant_emitters",
     "stitchgen.version",
 }
 

@@ -7,7 +7,7 @@ import torch.fx as fx
 
 import stitchgen
 from stitchgen import TemplateError, ir
-from stitchgen.expressions import Writer
+from stitchgen.emitter import Writer
 from stitchgen.rendering import Templates, resolve_templates
 
 expr_source = Writer().source
