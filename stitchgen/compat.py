@@ -33,9 +33,9 @@ from typing import Any
 
 import torch.fx as fx
 
-from . import collector
+from .pipeline import paused  # its import runs the compile path's, the collector paused
 
-with collector.paused():  # the compile path's modules: see collector.py
+with paused():  # the compile path's modules: see pipeline.paused
     from .conventions import VLLM
     from .errors import BindingError
     from .generated import Generated
@@ -169,7 +169,7 @@ def _generate(
         _refuse_call_module(split_gm)
     pool = ConstPool(tuple(consts), dict(const_index))
     chosen = resolve_templates(templates[0] if with_submod else templates[1])
-    with collector.paused():  # and the IR freed before it resumes (see collector.py)
+    with paused():  # and the IR freed before it resumes (see pipeline.paused)
         generated = produce(split_gm, fn_name, False, chosen, const_pool=pool)
         assert generated.program is not None  # generate's record holds its IR
         _refuse_nested_calls(generated.program)
