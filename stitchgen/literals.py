@@ -8,7 +8,7 @@ answers is this module's, the other two are named here with their owners.
   ``1e300``) — a string is always data, never code (decided here);
 * an object reachable by an exact qualified name (``torch.float32``,
   ``torch.ops.aten.mm.default``, ``operator.add``, an enum member) is written
-  as that name — :func:`stitchgen.lowering.reading.qualified_ref` decides it,
+  as that name — :func:`stitchgen.lowering.qualified_ref` decides it,
   verifying that the name resolves to the very same object, using only
   modules that are already imported;
 * anything else is lifted: bound into the generated function as a constant

@@ -7,7 +7,7 @@ Each lifted constant is stored one of two ways:
 
   - ``{"name": [module, path]}`` — an object reached by its exact qualified
     name, verified as the generated code's targets are
-    (:func:`stitchgen.lowering.reading.qualified_ref`: resolving the name gives the
+    (:func:`stitchgen.lowering.qualified_ref`: resolving the name gives the
     very object back): dtypes, layouts, memory formats, enum members,
     functions, classes;
   - ``{"source": text, "globals": {name: [module, path]}, "modules": [...]}``
@@ -153,7 +153,7 @@ def _form(value: Any) -> dict[str, Any] | None:
     ``consts.pt``); an ArtifactError for an ``__fx_repr__`` that cannot be
     written portably."""
     from .literals import is_primitive, literal_source
-    from .lowering.reading import qualified_ref
+    from .lowering import qualified_ref
     from .torch_versions import fx_repr
 
     if isinstance(value, torch.Tensor):

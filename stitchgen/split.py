@@ -10,7 +10,7 @@ import torch
 import torch.fx as fx
 
 from .errors import CodegenError
-from .lowering.reading import qualified_ref
+from .lowering import qualified_ref
 from .torch_versions import split_tupled
 
 __all__ = ["SplitOp", "split_graph"]

@@ -38,7 +38,7 @@ Read, and needing nothing (the suite, run on every release, covers each):
 - **torch 2.9 - 2.12** grew ``Graph.python_code``'s and ``CodeGen``'s keyword
   arguments, and 2.9 changed ``_get_qualified_name`` for some ``torch.Tensor``
   methods: stitchgen calls neither (names are resolved by
-  :mod:`stitchgen.lowering.reading`, code written by our templates).
+  :mod:`stitchgen.lowering`, code written by our templates).
 """
 
 from __future__ import annotations

@@ -27,7 +27,6 @@ COMPILE_PATH = {
     "stitchgen.literals",
     "stitchgen.loading",
     "stitchgen.lowering",
-    "stitchgen.lowering.reading",
     "stitchgen.passes",
     "stitchgen.pipeline",
     "stitchgen.records",

@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 import stitchgen
 from stitchgen.ir import GlobalRef
 from stitchgen.literals import literal_source
-from stitchgen.lowering.reading import qualified_ref
+from stitchgen.lowering import qualified_ref
 
 
 def _eval(source):

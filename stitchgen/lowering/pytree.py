@@ -30,11 +30,11 @@ from ..ir import (
     Stmt,
     TupleExpr,
 )
-from .reading import pytree_info
 
 
 def pytree_entry(
     gm: fx.GraphModule,
+    info: Any,
     entry: Function,
     callee: Callable[[Any], Callee],
     lift: Callable[[Any, str], ConstRef],
@@ -44,8 +44,8 @@ def pytree_entry(
     into the graph's placeholders; the flat outputs, rebuilt with the
     output spec — as ``gm.forward`` does. ``callee`` and ``lift`` are the
     lowerer's: how the pytree functions are reached, how the specs are
-    bound."""
-    info = pytree_info(gm)
+    bound. ``info`` is the graph's pytree convention (the lowering's
+    ``pytree_info``)."""
     if any(p.kind or p.default is not None for p in entry.params):
         raise CodegenError("a pytree graph's placeholders must be plain inputs")
     # raw names apart from every node's (the naming pass makes them final)
