@@ -31,7 +31,7 @@ black run; a line outside the shapes ``layout`` knows raises
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from types import MappingProxyType
 from typing import Any, ClassVar
 
@@ -39,6 +39,7 @@ from .conventions import VLLM
 from .errors import TemplateError
 from .identifiers import NotAnIdentifier, checked, is_identifier
 from .ir import (
+    STATEMENTS,
     ConstRef,
     DictExpr,
     Function,
@@ -420,29 +421,25 @@ class Emitter:
     def statements(self, body: Iterable[Any], indent: str) -> None:
         """Each statement of ``body`` (a function's, or a nested one: a
         statement that holds a body writes it with this) at ``indent``."""
+        # the class's methods, as plain functions: bound methods kept on the
+        # instance would tie it (and the program) into a reference cycle
+        methods = _METHODS.get(type(self))
+        if methods is None:
+            methods = _METHODS[type(self)] = {}
         for stmt in body:
-            self.statement(stmt, indent)
+            method = methods.get(type(stmt))
+            if method is None:
+                method = _method_for(type(self), type(stmt))
+                if type(stmt) in _IR_KINDS:  # a kind of your own is looked up each time
+                    methods[type(stmt)] = method
+            method(self, stmt, indent)
 
     def statement(self, stmt: Any, indent: str) -> None:
         """One statement, by the method its class's block names
         (:func:`~stitchgen.ir.block_method`: ``getitem`` for a ``GetItem``,
         ``del_`` for a ``Del``); a kind with no such method is a
         :class:`TemplateError`, never nothing."""
-        kind = type(stmt)
-        name = _METHODS.get(kind)
-        if name is None:
-            block = getattr(kind, "template", None)
-            name = _METHODS[kind] = block_method(block) if isinstance(block, str) else ""
-        method = getattr(self, name, None) if name else None
-        if method is None:
-            where = f"the {self.variant} variant" if self.variant else "built-in"
-            raise TemplateError(
-                f"function.py.j2 ({where}): no block renders a {kind.__name__} statement (its "
-                f"class names the block {getattr(kind, 'template', None)!r}, and the emitter "
-                f"has no method {name!r} for the generic statement block)",
-                template="function.py.j2",
-            )
-        method(stmt, indent)
+        self.statements((stmt,), indent)
 
     def call(self, stmt: Any, indent: str) -> None:
         """``target = callee(arguments)`` (the ``call`` block)."""
@@ -526,9 +523,30 @@ class Emitter:
         )
 
 
-#: the emitter method of each statement class (a cache, safe to share: a
-#: class's block does not change)
-_METHODS: dict[type, str] = {}
+#: by emitter class, the method (a plain function) that writes each of the
+#: IR's statement classes (a cache, safe to share: filled once per pair)
+_METHODS: dict[type, dict[type, Callable[[Any, Any, str], None]]] = {}
+_IR_KINDS = frozenset(STATEMENTS)
+
+
+def _method_for(emitter: type[Emitter], kind: type) -> Callable[[Any, Any, str], None]:
+    """The method of ``emitter`` that writes a ``kind`` statement: named for
+    the block the class names (:func:`~stitchgen.ir.block_method`), else a
+    :class:`TemplateError` naming the kind."""
+    block = getattr(kind, "template", None)
+    name = block_method(block) if isinstance(block, str) else ""
+    method = getattr(emitter, name, None) if name else None
+    if method is None:
+        variant = emitter.variant
+        where = f"the {variant} variant" if variant else "built-in"
+        raise TemplateError(
+            f"function.py.j2 ({where}): no block renders a {kind.__name__} statement (its "
+            f"class names the block {block!r}, and the emitter has no method {name!r} for "
+            "the generic statement block)",
+            template="function.py.j2",
+        )
+    found: Callable[[Any, Any, str], None] = method
+    return found
 
 # ==========================================================================
 # The shipped template variants' emitters and the registry that picks one:

@@ -48,7 +48,7 @@ import importlib
 import keyword
 import operator
 import typing
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import field
 from typing import Any, ClassVar
 
@@ -748,14 +748,23 @@ _FLAT_KINDS = frozenset(STATEMENTS)
 _FLAT: tuple[str, ...] = ()
 
 
-def iter_statements(body: Iterable[Stmt]) -> Iterator[Stmt]:
+def iter_statements(body: Sequence[Stmt]) -> Iterable[Stmt]:
     """Every statement of ``body``, and of the bodies nested in them, in
-    source order (a statement before the statements of its bodies)."""
+    source order (a statement before the statements of its bodies): ``body``
+    itself where no statement holds a body (the common case, without a
+    generator)."""
+    for stmt in body:
+        if type(stmt) not in _FLAT_KINDS and _schema(type(stmt)).bodies:
+            return _nested_statements(body)
+    return body
+
+
+def _nested_statements(body: Iterable[Stmt]) -> Iterator[Stmt]:
     for stmt in body:
         yield stmt
         fields = _FLAT if type(stmt) in _FLAT_KINDS else _schema(type(stmt)).bodies
         for name in fields:
-            yield from iter_statements(getattr(stmt, name))
+            yield from _nested_statements(getattr(stmt, name))
 
 
 def _collect_names(expr: Any, out: list[str]) -> None:
