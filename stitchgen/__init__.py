@@ -27,8 +27,6 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-from .version import __version__ as __version__
-
 if TYPE_CHECKING:  # what the lazy doors below resolve, for type checkers and IDEs
     from . import compat, ir
     from .artifact import load_artifact, read_artifact
@@ -50,9 +48,12 @@ if TYPE_CHECKING:  # what the lazy doors below resolve, for type checkers and ID
     from .rendering import Templates, render
     from .split import split_graph
     from .torch_backend import backend
+    from .version import __version__ as __version__
 
-#: public name -> the module that defines it (imported on first use: PEP 562)
+#: public name -> the module that defines it (imported on first use: PEP 562;
+#: ``__version__`` too: the compile path does not read it)
 _DOORS = {
+    "__version__": "version",
     "ArtifactError": "errors",
     "BindingError": "errors",
     "Code": "filters",
@@ -119,4 +120,4 @@ def __getattr__(name: str) -> Any:
 
 
 def __dir__() -> list[str]:
-    return sorted({*globals(), *__all__})
+    return sorted({*globals(), *__all__, "__version__"})

@@ -548,6 +548,7 @@ def _method_for(emitter: type[Emitter], kind: type) -> Callable[[Any, Any, str],
     found: Callable[[Any, Any, str], None] = method
     return found
 
+
 # ==========================================================================
 # The shipped template variants' emitters and the registry that picks one:
 # :class:`ProfiledEmitter` (``profiled``), :class:`VllmEmitter` (``vllm``),

@@ -31,7 +31,6 @@ COMPILE_PATH = {
     "stitchgen.pipeline",
     "stitchgen.records",
     "stitchgen.rendering",
-    "stitchgen.version",
 }
 
 WARM_PATH = {
@@ -51,7 +50,7 @@ WARM_PATH = {
 GRAPH = "fx.symbolic_trace(lambda x: torch.relu(x) + 1)"
 
 CASES = {
-    "import stitchgen": ("import stitchgen", {"stitchgen", "stitchgen.version"}),
+    "import stitchgen": ("import stitchgen", {"stitchgen"}),
     "stitchgen.compile": (
         f"import stitchgen; stitchgen.compile({GRAPH})",
         COMPILE_PATH,

@@ -45,7 +45,7 @@ def test_off_the_plugin_imports_nothing_but_itself(value):
         "('torch', 'vllm', 'stitchgen', 'jinja2', 'black'))))\n",
         {} if value is None else {"STITCHGEN_VLLM": value},
     )
-    assert json.loads(result.stdout) == ["stitchgen", "stitchgen.version", "stitchgen.vllm_plugin"]
+    assert json.loads(result.stdout) == ["stitchgen", "stitchgen.vllm_plugin"]
     assert result.stderr == ""
 
 
