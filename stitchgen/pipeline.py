@@ -310,7 +310,9 @@ def compile(
     tensor([1., 2.])
     """
     submods = dict(submods or {})
-    unknown = [path for path in submods if not _calls(gm, path)]
+    called = {n.target for n in gm.graph.find_nodes(op="call_module")} if submods else ()
+    # the root's calls read once (a backend binds every piece); a nested path asks _calls
+    unknown = [path for path in submods if path not in called and not _calls(gm, path)]
     if unknown:
         raise BindingError(
             f"unexpected submodule binding(s) {sorted(unknown)}: no call_module node of the "
