@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:  # what the lazy doors below resolve, for type checkers and IDEs
     from . import compat, ir
     from .artifact import load_artifact, read_artifact
+    from .conventions import Linkage
     from .errors import (
         ArtifactError,
         BindingError,
@@ -41,10 +42,9 @@ if TYPE_CHECKING:  # what the lazy doors below resolve, for type checkers and ID
         TemplateError,
     )
     from .filters import Code
-    from .generated import Generated
     from .ir import Program
-    from .loading import load
-    from .pipeline import compile, generate, lower
+    from .loading import Generated, load
+    from .pipeline import Options, compile, generate, lower
     from .rendering import Templates, render
     from .split import split_graph
     from .torch_backend import backend
@@ -58,8 +58,10 @@ _DOORS = {
     "BindingError": "errors",
     "Code": "filters",
     "CodegenError": "errors",
-    "Generated": "generated",
+    "Generated": "loading",
     "GoldenError": "errors",
+    "Linkage": "conventions",
+    "Options": "pipeline",
     "Program": "ir",
     "ProgramError": "errors",
     "StaleTemplateWarning": "errors",
@@ -86,6 +88,8 @@ __all__ = [
     "CodegenError",
     "Generated",
     "GoldenError",
+    "Linkage",
+    "Options",
     "Program",
     "ProgramError",
     "StaleTemplateWarning",

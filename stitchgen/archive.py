@@ -18,25 +18,22 @@ import types
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 import torch
 
-from .conventions import convention_named
 from .errors import ArtifactError
-from .loading import compile_source
 from .portable import check_forms, missing_modules, read_consts, write_consts
 from .torch_versions import torch_version
 from .version import __version__
 
 if TYPE_CHECKING:
+    from .conventions import Linkage
     from .ir import Program
-    from .rendering import Templates
 
 __all__ = [
     "FORMAT",
     "VERSION",
-    "Storable",
     "Verified",
     "digest",
     "open_artifact",
@@ -68,25 +65,10 @@ def versions() -> dict[str, str]:
     }
 
 
-class Storable(Protocol):
-    """What :func:`save_artifact` writes (a :class:`stitchgen.Generated` with
-    its IR is one)."""
-
-    code: str
-    name: str
-    binder: str
-    inlined: tuple[str, ...]
-    convention: str
-    submod_names: list[str]
-    consts: list[Any]
-    program: Program | None
-    templates: Templates | None
-
-
-def _consts_files(generated: Storable, program: Program) -> tuple[bytes, bytes]:
+def _consts_files(consts: list[Any], program: Program) -> tuple[bytes, bytes]:
     """``consts.pt`` and ``consts.json`` (see :mod:`stitchgen.portable`)."""
     labels = [f"{d.name} ({d.description})" for d in program.consts]
-    stored, forms = write_consts(generated.consts, labels)
+    stored, forms = write_consts(consts, labels)
     return stored, json.dumps(forms, sort_keys=True).encode("utf-8")
 
 
@@ -96,45 +78,48 @@ def _sign(manifest: dict[str, Any], key: bytes) -> str:
 
 
 def save_artifact(
-    generated: Storable, path: str | os.PathLike[str], *, key: bytes | None = None
+    path: str | os.PathLike[str],
+    *,
+    code: str,
+    compiled: types.CodeType,
+    linkage: Linkage,
+    consts: list[Any],
+    program: Program | None,
+    templates: Any,
+    key: bytes | None = None,
 ) -> Path:
-    """Write ``generated`` to the directory ``path``, replacing it atomically
-    only where it is absent, an empty directory or a stitchgen artifact
-    holding nothing but its own files; anything else there is an
-    :class:`~stitchgen.errors.ArtifactError` naming it, and nothing is written."""
-    program_ir = generated.program
-    if program_ir is None:
+    """Write a ``Generated``'s parts (``compiled``: its code object;
+    ``templates``: the :class:`stitchgen.Templates` that rendered it) to the
+    directory ``path``, replacing it atomically only where it is absent, an
+    empty directory or a stitchgen artifact holding nothing but its own
+    files; anything else there is an :class:`~stitchgen.errors.ArtifactError`
+    naming it, and nothing is written."""
+    if program is None:
         raise ArtifactError("an artifact stores the program's IR; this code carries none")
-    templates = generated.templates
     if templates is not None and (templates.dirs or templates.filters or templates.globals):
         raise ArtifactError(
             "artifacts hold code from stitchgen's own templates (built-in or a shipped "
             f"variant); this code was rendered with {templates!r}"
         )
-    code = generated.code.encode("utf-8")
-    consts, forms = _consts_files(generated, program_ir)
-    compiled = marshal.dumps(compile_source(generated.code, generated.name))
+    stored, forms = _consts_files(consts, program)
     from .ir import to_json  # the IR is written here, never read on the warm path
 
-    program = json.dumps(to_json(program_ir)).encode("utf-8")
     files = {
-        "code.py": code,
-        "consts.pt": consts,
+        "code.py": code.encode("utf-8"),
+        "consts.pt": stored,
         "consts.json": forms,
-        "program.json": program,
-        _marshal_name(): compiled,
+        "program.json": json.dumps(to_json(program)).encode("utf-8"),
+        _marshal_name(): marshal.dumps(compiled),
     }
     manifest: dict[str, Any] = {
         "format": FORMAT,
         "version": VERSION,
         "versions": versions(),
         "magic": importlib.util.MAGIC_NUMBER.hex(),
-        "name": generated.name,
-        **convention_named(generated.convention).manifest(generated.binder, generated.inlined),
+        **linkage.manifest(),
         "variant": templates.variant if templates is not None else None,
-        "submod_names": list(generated.submod_names),
-        "const_count": len(generated.consts),
-        "imports": list(program_ir.imports),
+        "const_count": len(consts),
+        "imports": list(program.imports),
         "digests": {name: digest(data) for name, data in files.items()},
     }
     if key is not None:

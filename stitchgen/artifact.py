@@ -38,7 +38,7 @@ from .errors import ArtifactError, BindingError
 from .loading import load
 
 if TYPE_CHECKING:
-    from .generated import Generated
+    from .loading import Generated
 
 __all__ = ["load_artifact", "read_artifact", "save_artifact"]
 
@@ -73,20 +73,11 @@ def read_artifact(
 def _record(opened: Verified, program: Any = None) -> Generated:
     """The :class:`~stitchgen.Generated` an opened artifact holds: its code and
     linkage as the manifest records them (the IR if read)."""
-    from .generated import Generated
+    from .conventions import Linkage
+    from .loading import Generated
 
-    manifest = opened.manifest
-    return Generated(
-        code=opened.code,
-        submod_names=list(manifest["submod_names"]),
-        consts=opened.consts,
-        program=program,
-        convention=manifest["convention"],
-        code_object=opened.code_object,
-        name=manifest["name"],
-        binder=manifest["binder"],
-        inlined=tuple(manifest.get("inlined_submods", ())),
-    )
+    linkage = Linkage.from_manifest(opened.manifest)
+    return Generated(opened.code, linkage, opened.consts, program, code_object=opened.code_object)
 
 
 def load_artifact(

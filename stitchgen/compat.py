@@ -36,13 +36,12 @@ import torch.fx as fx
 from .pipeline import paused  # its import runs the compile path's, the collector paused
 
 with paused():  # the compile path's modules: see pipeline.paused
-    from .conventions import VLLM
+    from .conventions import VLLM, Linkage
     from .errors import BindingError
-    from .generated import Generated
     from .ir import Calling, FunctionRef, Program, iter_statements
-    from .loading import load
+    from .loading import Generated, load
     from .lowering import ConstPool
-    from .pipeline import dump_if_asked, produce, tracing
+    from .pipeline import Options, dump_if_asked, produce, tracing
     from .rendering import Templates, resolve_templates
 
 __all__ = [
@@ -52,27 +51,25 @@ __all__ = [
     "generate_execution_code_with_name",
 ]
 
-#: the children each code text generated here calls through its bindings
-#: (the lowering's linkage: ``Program.submods`` not inlined), for
+#: the linkage of each code text generated here (the lowering's), for
 #: ``compile_execution_fn``: the last 256 texts (a cache, safe to share)
-_CALLED: OrderedDict[str, frozenset[str]] = OrderedDict()
-_CALLED_LOCK = threading.Lock()
-_CALLED_SIZE = 256
+_LINKAGES: OrderedDict[str, Linkage] = OrderedDict()
+_LINKAGES_LOCK = threading.Lock()
+_LINKAGES_SIZE = 256
 
 
-def _remember_calls(code: str, program: Program) -> None:
-    called = frozenset(d.path for d in program.submods if not d.inlined)
-    with _CALLED_LOCK:
-        _CALLED[code] = called
-        _CALLED.move_to_end(code)
-        while len(_CALLED) > _CALLED_SIZE:
-            _CALLED.popitem(last=False)
+def _remember(code: str, linkage: Linkage) -> None:
+    with _LINKAGES_LOCK:
+        _LINKAGES[code] = linkage
+        _LINKAGES.move_to_end(code)
+        while len(_LINKAGES) > _LINKAGES_SIZE:
+            _LINKAGES.popitem(last=False)
 
 
-def _calls_of(code: str) -> frozenset[str] | None:
-    """The children ``code`` calls, if this process generated it."""
-    with _CALLED_LOCK:
-        return _CALLED.get(code)
+def _linkage_of(code: str) -> Linkage | None:
+    """The linkage of ``code``, if this process generated it."""
+    with _LINKAGES_LOCK:
+        return _LINKAGES.get(code)
 
 
 def _absent(name: str) -> Callable[..., Any]:
@@ -170,12 +167,13 @@ def _generate(
     pool = ConstPool(tuple(consts), dict(const_index))
     chosen = resolve_templates(templates[0] if with_submod else templates[1])
     with paused():  # and the IR freed before it resumes (see pipeline.paused)
-        generated = produce(split_gm, fn_name, False, chosen, const_pool=pool)
+        options = Options(name=fn_name, format=False, const_pool=pool)
+        generated = produce(split_gm, options, chosen)
         assert generated.program is not None  # generate's record holds its IR
         _refuse_nested_calls(generated.program)
         dump_if_asked(split_gm, generated, chosen, False)  # only code vLLM may load
-        code, submod_names, lifted = generated.code, list(generated.submod_names), generated.consts
-        _remember_calls(code, generated.program)
+        code, submod_names, lifted = generated.code, generated.submod_names, generated.consts
+        _remember(code, generated.linkage)
         del generated
     new = lifted[len(consts) :]
     # commit to the caller's list and index only now that generation succeeded
@@ -264,13 +262,14 @@ def compile_execution_fn(
 
         emit_trace(lambda: code, name="vllm_execution_code")
     callables = {n: c for n, c in submod_callables.items() if c is not None}
-    called = _calls_of(code)
-    if called is None:
+    known = _linkage_of(code)
+    if known is None:
         # code this process did not generate (vLLM's, or read from a cache):
         # a child without a callable fails when the code calls it, naming it
         bindings = {n: callables[n] if n in callables else _absent(n) for n in submod_names}
         inlined: tuple[str, ...] = ()
     else:
+        called = set(known.bound)
         unlisted = sorted(called - set(submod_names))
         if unlisted:
             raise BindingError(
@@ -284,12 +283,6 @@ def compile_execution_fn(
         inlined = tuple(n for n in submod_names if n not in called)
     # the one load path, with vLLM's linkage: names the code never calls
     # (inlined children) may have no callable, other callables are ignored
-    record = Generated(
-        code,
-        list(submod_names),
-        list(consts or []),  # code from before constants reads none
-        convention=VLLM.name,
-        name="execution_fn",
-        inlined=inlined,
-    )
+    linkage = Linkage("execution_fn", "", VLLM.name, submod_names, inlined)
+    record = Generated(code, linkage, list(consts or []))  # code from before constants reads none
     return load(record, bindings)

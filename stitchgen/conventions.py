@@ -3,10 +3,10 @@
 One object per convention owns everything about it: the names its code uses
 (reserved in the naming pass, so no generated identifier can take them), how
 a binding is spelled in an expression, its constant policy
-(:class:`ConstantPolicy`), what goes into the module's globals and how the entry
-function is bound after the module runs, and its entries in an artifact's
-manifest. ``lower``, ``render``, ``load``, ``artifact`` and ``compat`` ask the
-convention; none of them spells its names. Which template variant writes
+(:class:`ConstantPolicy`), what goes into the module's globals and how the
+entry function is bound after the module runs. ``lower``, ``render``,
+``load``, ``artifact`` and ``compat`` ask the convention; none of them
+spells its names; how one program links is its :class:`Linkage`. Which template variant writes
 which convention is ``rendering.VARIANTS`` (the one registry; the CLI's
 choices come from it).
 
@@ -38,6 +38,7 @@ __all__ = [
     "CLOSURE",
     "CONVENTIONS",
     "ConstantPolicy",
+    "Linkage",
     "NAME_FORMATS",
     "VLLM",
     "Convention",
@@ -172,10 +173,6 @@ class Convention(Record):
         bound: Callable[..., Any] = namespace[binder](*pieces, *consts)
         return bound
 
-    def manifest(self, binder: str, inlined: Collection[str]) -> dict[str, Any]:
-        """This convention's entries in an artifact manifest."""
-        return {"convention": self.name, "binder": binder, "inlined_submods": sorted(inlined)}
-
 
 class _Vllm(Convention):
     """vLLM's convention: the pieces passed as a keyword list, the constants
@@ -195,6 +192,61 @@ class _Vllm(Convention):
         consts: list[Any],
     ) -> Callable[..., Any]:
         return functools.partial(namespace[name], **{self.submods_param: pieces})
+
+
+@record
+class Linkage(Record):
+    """How generated code links to what runs it, as the lowering decided
+    it (``Program.linkage``), read by ``Generated``, ``load``, an
+    artifact's manifest and ``compat``: the entry function's ``name``, the
+    ``binder``'s, the ``convention``'s, the children it takes bindings for
+    (``submod_names``, in binding order; the vllm convention lists inlined
+    children too) and the children it calls by itself (``inlined``, sorted:
+    no binding needed, and one given — a compile cache hands over every
+    piece it holds — is ignored)."""
+
+    name: str
+    binder: str = ""
+    convention: str = "closure"
+    submod_names: tuple[str, ...] = ()
+    inlined: tuple[str, ...] = ()
+
+    def __init__(
+        self,
+        name: str,
+        binder: str = "",
+        convention: str = "closure",
+        submod_names: Sequence[str] = (),
+        inlined: Sequence[str] = (),
+    ) -> None:
+        d = self.__dict__
+        d["name"] = name
+        d["binder"] = binder
+        d["convention"] = convention
+        d["submod_names"] = tuple(submod_names)
+        d["inlined"] = tuple(inlined)
+
+    @property
+    def bound(self) -> tuple[str, ...]:
+        """The children the code calls through their bindings, in binding order."""
+        inlined = frozenset(self.inlined)
+        return tuple(p for p in self.submod_names if p not in inlined)
+
+    def manifest(self) -> dict[str, Any]:
+        """The linkage as an artifact's manifest records it."""
+        names = ("name", "binder", "convention")
+        return {
+            **{n: getattr(self, n) for n in names},
+            "submod_names": list(self.submod_names),
+            "inlined_submods": list(self.inlined),
+        }
+
+    @classmethod
+    def from_manifest(cls, manifest: Mapping[str, Any]) -> Linkage:
+        """The linkage an artifact's manifest records."""
+        m = manifest
+        submods, inlined = m["submod_names"], m.get("inlined_submods", ())
+        return cls(m["name"], m["binder"], m["convention"], submods, inlined)
 
 
 CLOSURE = Convention("closure")

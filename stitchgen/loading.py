@@ -1,4 +1,8 @@
-"""Load generated source into a callable.
+"""Generated code and how it becomes a callable: :class:`Generated`, the
+record ``generate`` returns and an artifact stores (the code, its compiled
+form, its :class:`~stitchgen.Linkage` and constants, the IR when there is
+one; it knows no store: ``save`` is a door to the artifact modules), and
+:func:`load`, the one load path.
 
 The source is compiled under a unique, content-derived filename that is
 registered in :mod:`linecache`, so a traceback through the generated function
@@ -19,17 +23,25 @@ import builtins
 import functools
 import hashlib
 import linecache
+import os
 import threading
 import types
 import weakref
-from collections.abc import Callable, Collection, Mapping
-from typing import Any, Protocol
+from collections.abc import Callable, Mapping
+from dataclasses import field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from .conventions import convention_named
 from .errors import BindingError
+from .records import Record, record
+
+if TYPE_CHECKING:
+    from .conventions import Linkage
+    from .ir import Program
 
 __all__ = [
-    "Loadable",
+    "Generated",
     "clear_compile_cache",
     "compile_cache_info",
     "compile_source",
@@ -83,19 +95,114 @@ def _unregister(filename: str) -> None:
             linecache.cache.pop(filename, None)
 
 
+@record
+class Generated(Record):
+    """Generated code and what it needs to run.
+
+    ``linkage`` says how the code links (:class:`stitchgen.Linkage`: its
+    entry's and binder's names, its convention, the children it takes
+    bindings for and those it calls by itself; ``name``, ``binder``,
+    ``convention``, ``submod_names`` and ``inlined`` read it), ``consts``
+    are the lifted constant objects (in binding order), ``program`` the IR
+    (None for code read from an artifact's warm path, or built by hand),
+    ``submods`` the children found on the graph module, used by
+    :func:`stitchgen.load` when no other binding is given (children named
+    in ``opaque`` have none: the caller binds them).
+    """
+
+    code: str
+    linkage: Linkage
+    consts: list[Any]
+    program: Program | None = None
+    submods: Mapping[str, Callable[..., Any]] = field(default_factory=dict, repr=False)
+    #: the :class:`stitchgen.Templates` that rendered ``code`` (None when read
+    #: from an artifact; typed loosely: loading comes before rendering)
+    templates: Any = field(default=None, repr=False, compare=False)
+    #: ``code`` already compiled (by ``generate``'s check of templates of
+    #: your own, or from an artifact), so loading does not compile it again;
+    #: None for the shipped templates' text, which ``load`` compiles (once)
+    code_object: types.CodeType | None = field(default=None, repr=False, compare=False)
+
+    def __init__(
+        self,
+        code: str,
+        linkage: Linkage,
+        consts: list[Any],
+        program: Program | None = None,
+        submods: Mapping[str, Callable[..., Any]] | None = None,
+        templates: Any = None,
+        code_object: types.CodeType | None = None,
+    ) -> None:
+        d = self.__dict__
+        d["code"] = code
+        d["linkage"] = linkage
+        d["consts"] = consts
+        d["program"] = program
+        d["submods"] = {} if submods is None else submods
+        d["templates"] = templates
+        d["code_object"] = code_object
+
+    @property
+    def name(self) -> str:
+        """The entry function's name."""
+        return self.linkage.name
+
+    @property
+    def binder(self) -> str:
+        """The binder's name (closure convention)."""
+        return self.linkage.binder
+
+    @property
+    def convention(self) -> str:
+        """How the code receives its bindings (``"closure"``, or ``"vllm"``;
+        see :mod:`stitchgen.conventions`)."""
+        return self.linkage.convention
+
+    @property
+    def submod_names(self) -> list[str]:
+        """The children called through bindings, in binding order (the vllm
+        convention lists inlined children too, in first-call order)."""
+        return list(self.linkage.submod_names)
+
+    @property
+    def inlined(self) -> tuple[str, ...]:
+        """The children the code calls by itself (no binding needed)."""
+        return self.linkage.inlined
+
+    def save(self, path: str | os.PathLike[str], *, key: bytes | None = None) -> Path:
+        """Save as an artifact directory for a compile cache; see
+        :func:`stitchgen.load_artifact`. ``key`` signs it (HMAC-SHA256).
+        ``path`` is replaced atomically only when it is absent, an empty
+        directory or a stitchgen artifact; anything else there is an
+        :class:`~stitchgen.errors.ArtifactError` naming it."""
+        from .archive import save_artifact  # the store, imported only to save
+
+        compiled = self.code_object or compile_source(self.code, self.name)
+        return save_artifact(
+            path,
+            code=self.code,
+            compiled=compiled,
+            linkage=self.linkage,
+            consts=self.consts,
+            program=self.program,
+            templates=self.templates,
+            key=key,
+        )
+
+
 def _bindings(
-    names: list[str],
+    linkage: Linkage,
     submods: Mapping[str, Callable[..., Any]],
     defaults: Mapping[str, Callable[..., Any]],
-    inlined: Collection[str] = (),
 ) -> list[Any]:
+    names = linkage.submod_names
     # a binding for a piece the code inlined is ignored: a compile cache hands over every piece
-    inlined = frozenset(inlined)  # read once per name below (vLLM lists every inlined child)
+    inlined = frozenset(linkage.inlined)  # read once per name below (vLLM lists every child)
     extra = sorted(set(submods) - set(names) - inlined)
     if extra:
         raise BindingError(
             f"unexpected submodule binding(s) {extra}: the generated code calls "
-            f"{names or 'no submodule'} through bindings"
+            f"{list(names) or 'no submodule'} through bindings"
             + (f" and inlined {sorted(inlined)}" if inlined else "")
         )
     values: list[Any] = []
@@ -115,23 +222,8 @@ def _bindings(
     return values
 
 
-class Loadable(Protocol):
-    """What :func:`load` reads (a :class:`stitchgen.Generated` is one): the
-    code, compiled or not, and its linkage."""
-
-    code: str
-    code_object: types.CodeType | None
-    name: str
-    binder: str
-    convention: str
-    submod_names: list[str]
-    consts: list[Any]
-    submods: Mapping[str, Callable[..., Any]]
-    inlined: tuple[str, ...]
-
-
 def load(
-    generated: Loadable, submods: Mapping[str, Callable[..., Any]] | None = None
+    generated: Generated, submods: Mapping[str, Callable[..., Any]] | None = None
 ) -> Callable[..., Any]:
     """The callable for ``generated``, with submodules from ``submods`` (by
     qualified name), falling back to the children found on the graph module.
@@ -141,22 +233,20 @@ def load(
     >>> fn(torch.ones(2))
     tensor([2., 2.])
     """
-    program = getattr(generated, "program", None)
+    program, linkage = generated.program, generated.linkage
     if program is not None and len(generated.consts) != len(program.consts):
         raise BindingError(
             f"the code expects {len(program.consts)} constants, got {len(generated.consts)}"
         )
     try:
-        rules = convention_named(generated.convention)
+        rules = convention_named(linkage.convention)
     except ValueError as exc:
         raise BindingError(str(exc)) from None
-    pieces = _bindings(
-        list(generated.submod_names), submods or {}, generated.submods or {}, generated.inlined
-    )
+    pieces = _bindings(linkage, submods or {}, generated.submods or {})
     consts = list(generated.consts)
-    code, name = generated.code, generated.name
+    code, name = generated.code, linkage.name
     namespace = _exec_source(code, name, rules.module_globals(consts), generated.code_object)
-    fn = rules.bind(namespace, name=name, binder=generated.binder, pieces=pieces, consts=consts)
+    fn = rules.bind(namespace, name=name, binder=linkage.binder, pieces=pieces, consts=consts)
     return _keep_source(fn, code, name)
 
 

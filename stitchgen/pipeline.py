@@ -7,6 +7,7 @@ paused (:func:`paused`, which says why)."""
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import gc
 import os
 import types
@@ -69,58 +70,154 @@ def paused() -> Iterator[None]:
 
 
 with paused():  # the compile path's modules (see above)
-    from .conventions import CLOSURE, Convention
+    from .conventions import Convention
     from .errors import BindingError
-    from .generated import Generated
     from .ir import Program
-    from .loading import compile_source, load
+    from .loading import Generated, compile_source, load
     from .lowering import ConstPool, build_program, fetch_attr
     from .passes import Pass, run_passes
+    from .records import Record, record
     from .rendering import Templates, render, resolve_templates
 
-__all__ = ["Generated", "compile", "generate", "lower", "paused"]
+__all__ = ["Generated", "Options", "compile", "generate", "lower", "paused"]
+
+
+@record
+class Options(Record):
+    """What :func:`generate` is asked, as keywords — and :func:`compile`,
+    :func:`lower` and :func:`stitchgen.backend`, which pass them on; checked
+    in one place (:meth:`given`):
+
+    * ``name``: the entry function's name;
+    * ``format``: black's layout (``generate``: on; ``compile``: off);
+    * ``templates``: a :class:`stitchgen.Templates` or a shipped variant's
+      name (``"profiled"``, ``"vllm"``), with ``template_dirs`` searched first;
+    * ``opaque``: children to call through bindings even if they are
+      GraphModules;
+    * ``boxed=True``: the function takes its inputs as one list that it
+      clears (so the caller's list does not keep them alive);
+    * ``const_pool``: continue the constants of code generated before (see
+      :class:`stitchgen.lowering.ConstPool`; ``stitchgen.compat`` uses it);
+    * ``passes``: yours, run on the raw program (see :mod:`stitchgen.passes`);
+    * ``dump_dir`` (default: ``$STITCHGEN_DUMP_DIR``): receives a copy of the
+      code for debugging (see :mod:`stitchgen.dump`);
+    * ``source_lines=True`` (default: ``$STITCHGEN_SOURCE_LINES=1``): each
+      line made from a node with a recorded stack trace ends with the user's
+      source location (``# model.py:42 in forward``), so a traceback through
+      the code — and the dump, and ``stitchgen show`` — names the model's
+      line; it costs nothing per call;
+    * ``unpack=False``: every piece result taken apart with one getitem per
+      item, not unpacked where the piece is called (``a, b =
+      inlined_submod_0(x)``; passes of your own take a getitem per item).
+
+    >>> Options.given({"format": False}).format
+    False
+    """
+
+    name: str = "execution_fn"
+    format: bool = True
+    templates: Templates | str | None = None
+    template_dirs: tuple[str | os.PathLike[str], ...] = ()
+    opaque: tuple[str, ...] = ()
+    boxed: bool = False
+    const_pool: ConstPool | None = None
+    passes: tuple[Pass, ...] = ()
+    dump_dir: str | os.PathLike[str] | None = None
+    source_lines: bool | None = None
+    unpack: bool = True
+
+    def __init__(
+        self,
+        name: str = "execution_fn",
+        format: bool = True,
+        templates: Templates | str | None = None,
+        template_dirs: Sequence[str | os.PathLike[str]] = (),
+        opaque: Sequence[str] = (),
+        boxed: bool = False,
+        const_pool: ConstPool | None = None,
+        passes: Sequence[Pass] = (),
+        dump_dir: str | os.PathLike[str] | None = None,
+        source_lines: bool | None = None,
+        unpack: bool = True,
+    ) -> None:
+        d = self.__dict__
+        d["name"] = name
+        d["format"] = format
+        d["templates"] = templates
+        d["template_dirs"] = tuple(template_dirs)
+        d["opaque"] = tuple(opaque)
+        d["boxed"] = boxed
+        d["const_pool"] = const_pool
+        d["passes"] = tuple(passes)
+        d["dump_dir"] = dump_dir
+        d["source_lines"] = source_lines
+        d["unpack"] = unpack
+
+    @classmethod
+    def given(cls, options: Mapping[str, Any], **defaults: Any) -> Options:
+        """The options of these keywords (``defaults`` under them); an
+        unknown keyword is a ``TypeError`` naming it and the known ones."""
+        known = cls.schema().fields
+        unknown = sorted(set(options).difference(known))
+        if unknown:
+            raise TypeError(f"unknown generate option(s) {unknown}; known: {sorted(known)}")
+        return cls(**{**defaults, **options})
+
+    def resolved_templates(self) -> Templates:
+        """The template set these options name (a bad name or directory: an error now)."""
+        return resolve_templates(self.templates, self.template_dirs)
 
 
 def lower(
     gm: fx.GraphModule,
     *,
-    name: str = "execution_fn",
-    opaque: Sequence[str] = (),
     names: Mapping[str, str] | None = None,
     reserve: Sequence[str] = (),
-    boxed: bool = False,
-    convention: Convention = CLOSURE,
-    const_pool: ConstPool | None = None,
-    passes: Sequence[Pass] = (),
-    source_lines: bool | None = None,
-    unpack: bool = True,
+    convention: Convention | None = None,
+    **options: Any,
 ) -> Program:
     """``gm`` as a program ready to render: the raw program
-    (:func:`stitchgen.lowering.build_program`, which documents the options)
-    through the passes (:mod:`stitchgen.passes`: ``passes`` — yours, in
-    order — then targets, liveness and naming). ``source_lines``: see
-    :func:`generate`. ``unpack``: piece results unpacked where they are
-    called (``a, b = inlined_submod_0(x)``, see ``build_program``) — not
-    with passes of your own, which take a getitem per item.
+    (:func:`stitchgen.lowering.build_program`) through the passes
+    (:mod:`stitchgen.passes`: ``passes`` — yours, in order — then targets,
+    liveness and naming). ``options``: :class:`Options` that shape the
+    program (not ``format`` or ``dump_dir``: nothing is rendered); the
+    program takes the name formats, reserved names and convention of
+    ``templates`` (the built-ins by default), as :func:`generate`'s does,
+    and ``names``, ``reserve`` and ``convention`` add to them.
 
     >>> import torch, torch.fx as fx, stitchgen
     >>> program = stitchgen.lower(fx.symbolic_trace(lambda x: torch.relu(x) + 1))
     >>> [p.name for p in program.entry.params], program.entry.body[-1]
     (['x'], Return(value=Name(id='add')))
     """
+    rendering = sorted({"format", "dump_dir"}.intersection(options))
+    if rendering:
+        raise TypeError(f"lower renders nothing: it takes no {rendering} option")
+    chosen = Options.given(options)
+    return _lower(gm, chosen, chosen.resolved_templates(), names, reserve, convention)
+
+
+def _lower(
+    gm: fx.GraphModule,
+    options: Options,
+    templates: Templates,
+    names: Mapping[str, str] | None = None,
+    reserve: Sequence[str] = (),
+    convention: Convention | None = None,
+) -> Program:
     program = build_program(
         gm,
-        name=name,
-        opaque=opaque,
-        names=names,
-        reserve=reserve,
-        boxed=boxed,
-        convention=convention,
-        const_pool=const_pool,
-        source_lines=_source_lines(source_lines),
-        unpack=unpack and not passes,
+        name=options.name,
+        opaque=options.opaque,
+        names={**templates.names, **(names or {})},
+        reserve=(*templates.reserve, *reserve),
+        boxed=options.boxed,
+        convention=convention or templates.convention,
+        const_pool=options.const_pool,
+        source_lines=_source_lines(options.source_lines),
+        unpack=options.unpack and not options.passes,
     )
-    return run_passes(program, extra=passes)
+    return run_passes(program, extra=options.passes)
 
 
 #: ``STITCHGEN_SOURCE_LINES=1``: source lines on wherever the option is not given
@@ -139,61 +236,25 @@ def _source_lines(option: bool | None) -> bool:
     return os.environ.get(SOURCE_LINES_ENV) == "1" if option is None else bool(option)
 
 
-def generate(
-    gm: fx.GraphModule,
-    *,
-    name: str = "execution_fn",
-    format: bool = True,
-    template_dirs: Sequence[str | os.PathLike[str]] = (),
-    templates: Templates | str | None = None,
-    opaque: Sequence[str] = (),
-    boxed: bool = False,
-    const_pool: ConstPool | None = None,
-    passes: Sequence[Pass] = (),
-    dump_dir: str | os.PathLike[str] | None = None,
-    source_lines: bool | None = None,
-    unpack: bool = True,
-) -> Generated:
-    """Lower and render ``gm``. ``templates`` is a :class:`stitchgen.Templates`
-    or a shipped variant's name (``"profiled"``, ``"vllm"``); ``opaque`` names
-    children to call through bindings even if they are GraphModules;
-    ``boxed=True`` makes the function take its inputs as one list that it
-    clears (so the caller's list does not keep them alive);
-    ``const_pool`` continues the constants of code generated before (see
-    :class:`stitchgen.lowering.ConstPool`; ``stitchgen.compat`` uses it);
-    ``passes`` are yours, run on the raw program (see :mod:`stitchgen.passes`);
-    ``dump_dir`` (default: ``$STITCHGEN_DUMP_DIR``) receives a copy of the
-    code for debugging (see :mod:`stitchgen.dump`); ``source_lines=True``
-    (default: ``$STITCHGEN_SOURCE_LINES=1``) ends each line made from a node
-    with a recorded stack trace with the user's source location
-    (``# model.py:42 in forward``), so a traceback through the code — and the
-    dump, and ``stitchgen show`` — names the model's line; it costs nothing
-    per call. ``unpack=False`` takes every piece result apart with one
-    getitem per item instead of unpacking it where the piece is called (see
-    :func:`lower`). The program's shape is decided here and by the passes
-    alone: every template set — the built-ins, a shipped variant, your own —
-    renders the same program.
+def generate(gm: fx.GraphModule, **options: Any) -> Generated:
+    """Lower and render ``gm``, as the :class:`Options` given as keywords
+    say. The program's shape is decided by the lowering and the passes
+    alone: every template set — the built-ins, a shipped variant, your own
+    — renders the same program.
 
     >>> import torch.fx as fx, stitchgen
     >>> generated = stitchgen.generate(fx.symbolic_trace(lambda x: x + 1))
     >>> print(generated.code.splitlines()[-3])
             return add
     """
-    templates = resolve_templates(templates, template_dirs)
+    return _generate(gm, Options.given(options))
+
+
+def _generate(gm: fx.GraphModule, options: Options) -> Generated:
+    templates = options.resolved_templates()
     with paused():  # no full collection on our account (see above)
-        generated = produce(
-            gm,
-            name,
-            format,
-            templates,
-            opaque,
-            boxed,
-            const_pool,
-            passes,
-            source_lines,
-            unpack,
-        )
-        dump_if_asked(gm, generated, templates, format, dump_dir)
+        generated = produce(gm, options, templates)
+        dump_if_asked(gm, generated, templates, options.format, options.dump_dir)
         return generated
 
 
@@ -223,38 +284,15 @@ def dump_if_asked(
         dump.emit_trace(lambda: text)
 
 
-def produce(
-    gm: fx.GraphModule,
-    name: str,
-    format: bool,
-    templates: Templates,
-    opaque: Sequence[str] = (),
-    boxed: bool = False,
-    const_pool: ConstPool | None = None,
-    passes: Sequence[Pass] = (),
-    source_lines: bool | None = None,
-    unpack: bool = True,
-) -> Generated:
+def produce(gm: fx.GraphModule, options: Options, templates: Templates) -> Generated:
     """:func:`generate` with its templates resolved, and no dump (see
     :func:`dump_if_asked`)."""
     # the shipped templates' text is Python by construction (the emitter,
     # held to the templates and to compile() by the tests); templates of
     # your own are checked below, so what they render wrong is a TemplateError
     shipped = templates.builtin_in_effect
-    program = lower(
-        gm,
-        name=name,
-        opaque=opaque,
-        names=templates.names,
-        reserve=templates.reserve,
-        boxed=boxed,
-        convention=templates.convention,
-        const_pool=const_pool,
-        passes=passes,
-        source_lines=source_lines,
-        unpack=unpack,  # the lowering's choice, whichever templates render it
-    )
-    code = render(program, format=format, templates=templates)
+    program = _lower(gm, options, templates)
+    code = render(program, format=options.format, templates=templates)
     code_object = None if shipped else _compiled(code, program.name, templates)
     # the children the lowering found (an opaque one's value is None: the caller binds it)
     defaults = {
@@ -262,22 +300,8 @@ def produce(
         for s, child in zip(program.submods, program.submod_values, strict=True)
         if not s.inlined and child is not None
     }
-    # the pieces the code calls by itself (no binding; one given, say by a
-    # compile cache that holds every piece, is ignored at load)
-    bound = {s.path for s in program.submods if not s.inlined}
-    pieces = {str(n.target) for n in gm.graph.find_nodes(op="call_module")}
-    inlined = {s.path for s in program.submods if s.inlined} | (pieces - bound)
-    return Generated(
-        code=code,
-        submod_names=[s.path for s in program.submods],
-        consts=list(program.const_values),
-        program=program,
-        submods=defaults,
-        convention=templates.convention.name,
-        templates=templates,
-        code_object=code_object,
-        inlined=tuple(sorted(inlined)),
-    )
+    consts = list(program.const_values)
+    return Generated(code, program.linkage, consts, program, defaults, templates, code_object)
 
 
 def _compiled(code: str, name: str, templates: Templates) -> types.CodeType:
@@ -295,20 +319,28 @@ def _compiled(code: str, name: str, templates: Templates) -> types.CodeType:
 def compile(
     gm: fx.GraphModule,
     submods: Mapping[str, Callable[..., Any]] | None = None,
-    **generate_options: Any,
+    **options: Any,
 ) -> Callable[..., Any]:
-    """A plain function computing what ``gm(*args)`` computes.
+    """A plain function computing what ``gm(*args)`` computes (``options``:
+    :class:`Options`; black is skipped unless ``format=True``).
 
     Children named in ``submods`` are called through the given callables,
     children named in ``opaque`` (and not in ``submods``) are called as found
     on ``gm``; the other ``GraphModule`` children are inlined and any other
-    child is called as found on ``gm``. Black is skipped unless ``format=True``.
+    child is called as found on ``gm``.
 
     >>> import torch, torch.fx as fx, stitchgen
     >>> fn = stitchgen.compile(fx.symbolic_trace(lambda x: x.relu() + 1))
     >>> fn(torch.tensor([-1.0, 1.0]))
     tensor([1., 2.])
     """
+    return compile_with(gm, submods, Options.given(options, format=False))
+
+
+def compile_with(
+    gm: fx.GraphModule, submods: Mapping[str, Callable[..., Any]] | None, options: Options
+) -> Callable[..., Any]:
+    """:func:`compile` with its options checked (the backend's path)."""
     submods = dict(submods or {})
     called = {n.target for n in gm.graph.find_nodes(op="call_module")} if submods else ()
     # the root's calls read once (a backend binds every piece); a nested path asks _calls
@@ -318,16 +350,15 @@ def compile(
             f"unexpected submodule binding(s) {sorted(unknown)}: no call_module node of the "
             "graph (or of a GraphModule child it inlines) calls them"
         )
-    opaque = tuple(dict.fromkeys([*submods, *generate_options.pop("opaque", ())]))
+    opaque = tuple(dict.fromkeys([*submods, *options.opaque]))
     for path in opaque:
         if path not in submods:
             try:
                 submods[path] = fetch_attr(gm, path)
             except AttributeError:
                 pass  # generate names it: no call_module node calls it
-    generate_options.setdefault("format", False)
     with paused():
-        generated = generate(gm, opaque=opaque, **generate_options)
+        generated = _generate(gm, dataclasses.replace(options, opaque=opaque))
         fn = load(generated, submods)
         del generated  # the IR is freed while the collector is still off
     return fn

@@ -7,8 +7,8 @@ Each lifted constant is stored one of two ways:
 
   - ``{"name": [module, path]}`` — an object reached by its exact qualified
     name, verified as the generated code's targets are
-    (:func:`stitchgen.lowering.qualified_ref`: resolving the name gives the
-    very object back): dtypes, layouts, memory formats, enum members,
+    (:func:`qualified_name`, as the generated code's targets are: resolving
+    the name gives the very object back): dtypes, layouts, memory formats, enum members,
     functions, classes;
   - ``{"source": text, "globals": {name: [module, path]}, "modules": [...]}``
     — an expression: a literal (``...``, ``complex(0.0, -0.0)``), a slice of
@@ -37,6 +37,8 @@ without other builtins.
 from __future__ import annotations
 
 import ast
+import builtins
+import enum
 import importlib
 import io
 import re
@@ -49,13 +51,16 @@ import torch
 import torch.utils._pytree as pytree
 
 from .errors import ArtifactError
+from .identifiers import is_dotted
 
 __all__ = [
     "PORTABLE_BUILTINS",
     "check_forms",
     "form_modules",
     "missing_modules",
+    "qualified_name",
     "read_consts",
+    "resolve",
     "source_of",
     "write_consts",
 ]
@@ -153,16 +158,15 @@ def _form(value: Any) -> dict[str, Any] | None:
     ``consts.pt``); an ArtifactError for an ``__fx_repr__`` that cannot be
     written portably."""
     from .literals import is_primitive, literal_source
-    from .lowering import qualified_ref
     from .torch_versions import fx_repr
 
     if isinstance(value, torch.Tensor):
         return None
     if is_primitive(value):  # Ellipsis, complex: lifted by vLLM's convention
         return _expression(literal_source(value), {})
-    ref = qualified_ref(value)
+    ref = qualified_name(value)
     if ref is not None:
-        return {"name": [ref.module, ref.path]}
+        return {"name": list(ref)}
     if isinstance(value, pytree.TreeSpec):  # a pytree graph's specs: torch's own JSON
         try:
             text = pytree.treespec_dumps(value)
@@ -185,20 +189,13 @@ def _form(value: Any) -> dict[str, Any] | None:
         raise ArtifactError("its __fx_repr__ does not return (str, dict)")
     refs = {}
     for name, obj in names.items():
-        found = qualified_ref(obj)
+        found = qualified_name(obj)
         if found is None:
             raise ArtifactError(
                 f"its __fx_repr__ global {name!r} ({obj!r}) has no importable qualified name"
             )
-        refs[str(name)] = [found.module, found.path]
+        refs[str(name)] = list(found)
     return _expression(text, refs)
-
-
-def _resolve(module: str, path: str) -> Any:
-    obj: Any = sys.modules[module]
-    for atom in path.split(".") if path else ():
-        obj = getattr(obj, atom)
-    return obj
 
 
 def _checked(text: str, names: Iterable[str]) -> ast.Expression:
@@ -242,8 +239,8 @@ def _value(form: dict[str, Any]) -> Any:
     """The object a form stands for (its modules imported already)."""
     if "name" in form:
         module, path = form["name"]
-        return _resolve(module, path)
-    names = {name: _resolve(*ref) for name, ref in form["globals"].items()}
+        return resolve(module, path)
+    names = {name: resolve(*ref) for name, ref in form["globals"].items()}
     tree = _checked(form["source"], names)
     scope = {"__builtins__": dict(PORTABLE_BUILTINS), "torch": torch, **names}
     return eval(compile(tree, "<stitchgen constant>", "eval"), scope)  # noqa: S307  (checked)
@@ -348,3 +345,79 @@ def read_consts(stored: list[Any], forms: list[Any]) -> list[Any]:
                 f"({type(exc).__name__}: {exc})"
             ) from None
     return out
+
+
+# ==========================================================================
+# Objects reached by their exact qualified name (``torch.float32``,
+# ``torch.ops.aten.mm.default``, ``operator.add``, an enum member): the
+# names the generated code writes (``lowering.qualified_ref``) and the names
+# an artifact stores, found and verified in one place.
+
+#: private C modules whose objects are also reachable from a public module
+_PUBLIC_ALIASES = {"_operator": "operator", "posix": "os", "_functools": "functools"}
+
+
+def resolve(module: str, path: str) -> Any:
+    """Follow ``module.path`` the way the generated code will: from the
+    top-level package, attribute by attribute."""
+    root, *atoms = module.split(".")
+    obj: Any = sys.modules[root]
+    for atom in atoms + (path.split(".") if path else []):
+        obj = getattr(obj, atom)
+    return obj
+
+
+def _candidates(obj: Any) -> list[tuple[str, str]]:
+    if isinstance(obj, (torch.dtype, torch.layout, torch.memory_format)):
+        text = str(obj)  # "torch.float32"
+        module, _, path = text.partition(".")
+        return [(module, path)]
+    if isinstance(obj, torch._ops.OpOverload):
+        ns, _, name = obj._schema.name.partition("::")
+        return [("torch", f"ops.{ns}.{name}.{obj._overloadname}")]
+    if isinstance(obj, torch._ops.OpOverloadPacket):
+        ns, _, name = obj._qualified_op_name.partition("::")
+        return [("torch", f"ops.{ns}.{name}")]
+    if isinstance(obj, enum.Enum):
+        cls = type(obj)
+        return [(cls.__module__, f"{cls.__qualname__}.{obj.name}")]
+    if isinstance(obj, types.ModuleType):
+        return [(obj.__name__, "")]
+    owner = getattr(obj, "__module__", None)
+    qualname = getattr(obj, "__qualname__", None) or getattr(obj, "__name__", None)
+    if not isinstance(owner, str) or not isinstance(qualname, str):
+        return []
+    names = [qualname]
+    short = getattr(obj, "__name__", None)
+    if isinstance(short, str) and short != qualname:
+        names.append(short)  # torch.ones: qualname "_VariableFunctionsClass.ones"
+    modules = [_PUBLIC_ALIASES[owner], owner] if owner in _PUBLIC_ALIASES else [owner]
+    return [(m, n) for m in modules for n in names]
+
+
+def qualified_name(obj: Any) -> tuple[str, str] | None:
+    """``(module, path)`` naming ``obj`` itself, or None.
+
+    Only modules already in ``sys.modules`` are consulted (nothing is
+    imported), ``__main__`` is never used (it differs between processes), and
+    the candidate is accepted only if resolving it gives ``obj`` back
+    (identity, not equality).
+    """
+    try:
+        candidates = _candidates(obj)
+    except Exception:  # an object whose metadata raises is simply lifted
+        return None
+    for module, path in candidates:
+        if module == "__main__" or not is_dotted(module) or module not in sys.modules:
+            continue
+        if path and not is_dotted(path):
+            continue  # "<lambda>", "f.<locals>.g"
+        if module == "builtins" and "." not in path and getattr(builtins, path, None) is obj:
+            return module, path
+        try:
+            found = resolve(module, path)
+        except Exception:
+            continue
+        if found is obj:
+            return module, path
+    return None

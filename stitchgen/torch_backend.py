@@ -21,15 +21,13 @@ returning a tuple) with example inputs taken from its placeholders' metadata
 
 from __future__ import annotations
 
-import inspect
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 import torch.fx as fx
 
 from .errors import CodegenError
-from .pipeline import compile, generate
-from .rendering import resolve_templates
+from .pipeline import Options, compile_with
 from .split import SplitOp, SplitOps, partition, split_at, unmatched_message
 
 __all__ = ["backend"]
@@ -54,21 +52,18 @@ def _example_inputs(piece: fx.GraphModule, name: str) -> list[Any]:
     return out
 
 
-def _check_options(options: dict[str, Any]) -> None:
-    """Refuse, at construction, what the backend cannot honour."""
-    known = set(inspect.signature(generate).parameters) - {"gm"}
-    unknown = sorted(set(options) - known)
-    if unknown:
-        raise TypeError(f"unknown generate option(s) {unknown}; known: {sorted(known)}")
-    if options.get("boxed"):
+def _checked(options: dict[str, Any]) -> Options:
+    """The backend's options, refusing at construction what it cannot honour."""
+    chosen = Options.given(options, format=False)
+    if chosen.boxed:
         raise ValueError(
             "boxed=True cannot work in a torch.compile backend: Dynamo calls the compiled "
             "function with positional arguments and keeps them alive itself, so there is "
             "no caller's list to take and clear; use boxed=True with stitchgen.compile "
             "where the caller passes a list (as Inductor's call(args) does)"
         )
-    # a bad variant name or template directory fails now, not at the first graph
-    resolve_templates(options.get("templates"), options.get("template_dirs", ()))
+    chosen.resolved_templates()  # a bad variant name or template directory fails now
+    return chosen
 
 
 def backend(
@@ -76,11 +71,11 @@ def backend(
     compile_piece: PieceCompiler | None = None,
     *,
     strict: bool = False,
-    **generate_options: Any,
+    **options: Any,
 ) -> Callable[[fx.GraphModule, Sequence[Any]], Callable[..., Any]]:
     """A ``torch.compile`` backend that splits at ``split_ops`` and stitches
-    the pieces with generated code (``generate_options`` go to
-    :func:`stitchgen.generate`, e.g. ``templates="profiled"``; options it
+    the pieces with generated code (``options``: :class:`stitchgen.Options`,
+    as :func:`stitchgen.compile` takes them, e.g. ``templates="profiled"``; options it
     cannot honour — ``boxed=True``, an unknown option — are refused here, at
     construction). ``opaque`` names pieces to call as the modules they are
     instead of inlining them. ``split_ops`` are alternatives (see
@@ -94,7 +89,7 @@ def backend(
     tensor([0., 4.])
     """
     wanted = SplitOps(split_ops)  # a bad op fails now, not at the first graph
-    _check_options(generate_options)
+    chosen = _checked(options)
 
     def compile_graph(gm: fx.GraphModule, example_inputs: Sequence[Any]) -> Callable[..., Any]:
         pieces, matched = partition(gm, wanted)
@@ -107,6 +102,6 @@ def backend(
             for name, piece in split.named_children():
                 assert isinstance(piece, fx.GraphModule)  # split_module's pieces are
                 submods[name] = compile_piece(piece, _example_inputs(piece, name))
-        return compile(split, submods, **generate_options)
+        return compile_with(split, submods, chosen)
 
     return compile_graph

@@ -110,14 +110,7 @@ def test_get_attr_values_are_bound_once_by_identity():
 def test_a_record_without_its_ir_loads_from_its_linkage_alone(tmp_path):
     gm = fx.symbolic_trace(lambda x: torch.relu(x) * 3)
     generated = stitchgen.generate(gm)
-    bare = stitchgen.Generated(
-        generated.code,
-        generated.submod_names,
-        generated.consts,
-        name=generated.name,
-        binder=generated.binder,
-        convention=generated.convention,
-    )
+    bare = stitchgen.Generated(generated.code, generated.linkage, generated.consts)
     assert bare.program is None and bare.name == "execution_fn" and bare.binder == "bind"
     x = torch.randn(4)
     assert torch.equal(stitchgen.load(bare)(x), gm(x))

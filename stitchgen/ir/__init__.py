@@ -52,6 +52,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import field
 from typing import Any, ClassVar
 
+from ..conventions import Linkage
 from ..records import Record, Schema, record, schema_of
 
 # ==========================================================================
@@ -581,6 +582,11 @@ class Program(Node):
     #: one named opaque: its caller binds it); beside the program, as
     #: ``const_values``: never compared, never in the JSON
     submod_values: tuple[Any, ...] = field(default=(), compare=False, repr=False)
+    #: the calling convention's name (:mod:`stitchgen.conventions`)
+    convention: str = "closure"
+    #: the children the code calls by itself, sorted: the root's inlined
+    #: pieces, and the inlined children the convention lists in ``submods``
+    inlined: tuple[str, ...] = ()
 
     def __init__(
         self,
@@ -594,6 +600,8 @@ class Program(Node):
         const_values: tuple[Any, ...] = (),
         targets: tuple[TargetDecl, ...] = (),
         submod_values: tuple[Any, ...] = (),
+        convention: str = "closure",
+        inlined: tuple[str, ...] = (),
     ) -> None:
         d = self.__dict__
         d["name"] = name
@@ -606,10 +614,20 @@ class Program(Node):
         d["const_values"] = const_values
         d["targets"] = targets
         d["submod_values"] = submod_values
+        d["convention"] = convention
+        d["inlined"] = inlined
 
     @property
     def entry(self) -> Function:
         return self.functions[-1]
+
+    @property
+    def linkage(self) -> Linkage:
+        """How the code links, as the lowering decided it (and the naming
+        pass named the binder): what ``Generated``, ``load``, an artifact's
+        manifest and ``compat`` read."""
+        paths = [s.path for s in self.submods]
+        return Linkage(self.name, self.binder, self.convention, paths, self.inlined)
 
 
 # ==========================================================================

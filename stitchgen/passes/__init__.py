@@ -105,7 +105,7 @@ __all__ = [
 # body — closure cells — or at module level for a convention without a
 # binder) and makes the calls read it (:class:`~stitchgen.ir.TargetRef`).
 # The name resolves to the very object lowering verified
-# (:func:`stitchgen.references.qualified_ref`); builtins (``len``, ``getattr``)
+# (:func:`stitchgen.lowering.qualified_ref`); builtins (``len``, ``getattr``)
 # keep their bare names. The naming pass makes each name unique.
 
 
