@@ -444,8 +444,8 @@ class Emitter:
     def call(self, stmt: Any, indent: str) -> None:
         """``target = callee(arguments)`` (the ``call`` block)."""
         tail = self.call_tail(stmt)
-        if not self.black:
-            self.out.append(f"{self.call_head(stmt, indent)}{self.call_expr(stmt)}{tail}\n")
+        if not self.black:  # call_head's text: a variant's head wraps this line
+            self.out.append(f"{indent}{self.assigned(stmt)} = {self.call_expr(stmt)}{tail}\n")
             return
         callee, items = self.call_parts(stmt)
         head = f"{self.assigned(stmt)} = {callee}"
@@ -578,18 +578,15 @@ class ProfiledEmitter(Emitter):
             self.line(f"{indent}profiling = torch.autograd._profiler_enabled()")
 
     def call(self, stmt: Any, indent: str) -> None:
+        """A piece call, twice: in its profiler range, and plainly (the
+        Jinja path writes the same lines from ``call_head`` and ``call_else``)."""
         if not stmt.is_piece:
-            super().call(stmt, indent)
-        elif not self.black:
-            expr, tail = self.call_expr(stmt), self.call_tail(stmt)
-            self.out.append(f"{self.call_head(stmt, indent)}{expr}{tail}\n")
-            self.out.append(f"{self.call_else(stmt, indent)}{expr}{tail}\n")
-        else:
-            self.line(f"{indent}if profiling:")
-            self.line(self.profiled(stmt, indent + INDENT))
-            super().call(stmt, indent + 2 * INDENT)
-            self.line(f"{indent}else:")
-            super().call(stmt, indent + INDENT)
+            return super().call(stmt, indent)
+        self.line(f"{indent}if profiling:")
+        self.line(self.profiled(stmt, indent + INDENT))
+        super().call(stmt, indent + 2 * INDENT)
+        self.line(f"{indent}else:")
+        super().call(stmt, indent + INDENT)
 
     def call_head(self, stmt: Any, indent: str) -> str:
         """A piece call: the profiled branch, up to its call expression."""
