@@ -334,15 +334,23 @@ class Emitter:
         for module in self.program.imports:
             self.out.append(f"import {dotted_source(module)}\n")
 
+    #: where the functions are defined: inside the binder (a variant whose
+    #: functions are module-level has none, and its binder blocks write nothing)
+    function_indent = INDENT
+
     def binder(self) -> None:
         """``binder_signature``, ``bindings``, ``targets``, ``functions``,
         ``binder_return``."""
         self.binder_signature()
         self.bindings()
         self.targets()
-        for fn in self.program.functions:
-            self.function(fn, INDENT)
-            self.out.append("\n")
+        indent, last = self.function_indent, len(self.program.functions) - 1
+        for i, fn in enumerate(self.program.functions):
+            self.function(fn, indent)
+            if indent or not self.black:
+                self.out.append("\n")
+            elif i < last:  # black: two blank lines between top-level defs
+                self.out.append("\n\n")
         self.binder_return()
 
     def binder_signature(self) -> None:
@@ -619,15 +627,16 @@ class VllmEmitter(Emitter):
         super().__init__(program, **kwargs)
         self.needs_submods = functions_calling_submods(program)
 
-    def binder(self) -> None:
-        gap = "\n\n" if self.black else "\n"  # black: two blank lines between top-level defs
-        self.targets()
-        for i, fn in enumerate(self.program.functions):
-            if i:
-                self.out.append(gap)
-            self.function(fn, "")
-        if not self.black:
-            self.out.append("\n")
+    function_indent = ""  # module-level functions: no binder
+
+    def binder_signature(self) -> None:
+        pass
+
+    def bindings(self) -> None:
+        pass
+
+    def binder_return(self) -> None:
+        pass
 
     def targets(self) -> None:
         """The call targets bound once, at module level (globals: vLLM's
