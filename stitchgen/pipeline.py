@@ -7,7 +7,6 @@ paused (:func:`paused`, which says why)."""
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import gc
 import os
 import types
@@ -76,14 +75,12 @@ with paused():  # the compile path's modules (see above)
     from .loading import Generated, compile_source, load
     from .lowering import ConstPool, build_program, fetch_attr
     from .passes import Pass, run_passes
-    from .records import Record, record
     from .rendering import Templates, render, resolve_templates
 
 __all__ = ["Generated", "Options", "compile", "generate", "lower", "paused"]
 
 
-@record
-class Options(Record):
+class Options:
     """What :func:`generate` is asked, as keywords — and :func:`compile`,
     :func:`lower` and :func:`stitchgen.backend`, which pass them on; checked
     in one place (:meth:`given`):
@@ -114,17 +111,33 @@ class Options(Record):
     False
     """
 
-    name: str = "execution_fn"
-    format: bool = True
-    templates: Templates | str | None = None
-    template_dirs: tuple[str | os.PathLike[str], ...] = ()
-    opaque: tuple[str, ...] = ()
-    boxed: bool = False
-    const_pool: ConstPool | None = None
-    passes: tuple[Pass, ...] = ()
-    dump_dir: str | os.PathLike[str] | None = None
-    source_lines: bool | None = None
-    unpack: bool = True
+    # a plain class with slots, not a dataclass: it is made at every import
+    # of the compile path, and dataclasses' processing of eleven fields
+    # costs a fresh process about 0.1 ms
+    __slots__ = (
+        "name",
+        "format",
+        "templates",
+        "template_dirs",
+        "opaque",
+        "boxed",
+        "const_pool",
+        "passes",
+        "dump_dir",
+        "source_lines",
+        "unpack",
+    )
+    name: str
+    format: bool
+    templates: Templates | str | None
+    template_dirs: tuple[str | os.PathLike[str], ...]
+    opaque: tuple[str, ...]
+    boxed: bool
+    const_pool: ConstPool | None
+    passes: tuple[Pass, ...]
+    dump_dir: str | os.PathLike[str] | None
+    source_lines: bool | None
+    unpack: bool
 
     def __init__(
         self,
@@ -140,24 +153,27 @@ class Options(Record):
         source_lines: bool | None = None,
         unpack: bool = True,
     ) -> None:
-        d = self.__dict__
-        d["name"] = name
-        d["format"] = format
-        d["templates"] = templates
-        d["template_dirs"] = tuple(template_dirs)
-        d["opaque"] = tuple(opaque)
-        d["boxed"] = boxed
-        d["const_pool"] = const_pool
-        d["passes"] = tuple(passes)
-        d["dump_dir"] = dump_dir
-        d["source_lines"] = source_lines
-        d["unpack"] = unpack
+        values: list[Any] = [name, format, templates, tuple(template_dirs), tuple(opaque)]
+        values += [boxed, const_pool, tuple(passes), dump_dir, source_lines, unpack]
+        for key, value in zip(self.__slots__, values, strict=True):
+            object.__setattr__(self, key, value)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        raise AttributeError(f"Options are immutable: replace() makes new ones ({name!r})")
+
+    def __repr__(self) -> str:
+        shown = ", ".join(f"{k}={getattr(self, k)!r}" for k in self.__slots__)
+        return f"Options({shown})"
+
+    def replace(self, **changes: Any) -> Options:
+        """These options with ``changes``."""
+        return Options(**{**{k: getattr(self, k) for k in self.__slots__}, **changes})
 
     @classmethod
     def given(cls, options: Mapping[str, Any], **defaults: Any) -> Options:
         """The options of these keywords (``defaults`` under them); an
         unknown keyword is a ``TypeError`` naming it and the known ones."""
-        known = cls.schema().fields
+        known = cls.__slots__
         unknown = sorted(set(options).difference(known))
         if unknown:
             raise TypeError(f"unknown generate option(s) {unknown}; known: {sorted(known)}")
@@ -358,7 +374,7 @@ def compile_with(
             except AttributeError:
                 pass  # generate names it: no call_module node calls it
     with paused():
-        generated = _generate(gm, dataclasses.replace(options, opaque=opaque))
+        generated = _generate(gm, options.replace(opaque=opaque))
         fn = load(generated, submods)
         del generated  # the IR is freed while the collector is still off
     return fn

@@ -1,44 +1,26 @@
 """The program that stitchgen emits, as plain immutable dataclasses.
 
-``lowering`` builds a :class:`Program` from an FX graph; the passes
-(:mod:`stitchgen.passes`) rewrite it; ``rendering`` turns it into Python
-source. Every node is
-plain data: printable, comparable, hashable and, through :func:`to_json` /
-:func:`from_json`, JSON-round-trippable. The lifted constant *objects* are the
-one exception: they travel beside the program (``Program.const_values``), never
-inside the JSON.
+``lowering`` builds a :class:`Program` from an FX graph, the passes
+(:mod:`stitchgen.passes`) rewrite it, ``rendering`` writes it as Python.
+Every node is plain data: printable, comparable, hashable and JSON
+round-trippable (:func:`to_json`, :func:`from_json`); the lifted constant
+objects travel beside the program (``Program.const_values``), never inside.
+Each class is a :class:`~stitchgen.records.Record` declared ``@record`` (see
+there why its ``__init__`` is written out).
 
-Every class derives from :class:`Node` (a :class:`~stitchgen.records.Record`),
-which supplies immutability (each field set once, by ``__init__``),
-``__eq__``, ``__repr__`` and a cached ``__hash__`` once for all of them;
-each class is declared ``@record`` — ``dataclasses``' own
-``@dataclass(init=False, repr=False, eq=False)``, nothing generated — with
-its ``__init__`` written out, so creating the classes costs no generated
-code at import (``dataclasses.fields``, ``replace``, ``asdict`` and
-``is_dataclass`` are the standard library's own; a subclass of your own is
-declared ``@dataclass`` and stays hashable and immutable).
+A statement class names its block (``template``: the emitter method and the
+``function.py.j2`` block, :func:`block_method`), and each field says what it
+holds (``field(metadata={"role": ...})``: an expression, expressions,
+keyword pairs, the locals it assigns, deletes or consumes, a nested body).
+One walker reads the roles — :func:`map_expr`, :func:`map_stmt`,
+:func:`map_bodies`, :func:`reads`, :func:`writes`, :func:`iter_statements`
+— so a field added to a class is carried by every pass, and a statement
+nothing changed comes back as the very same object. :func:`verify` checks a
+program's invariants (the passes' contract).
 
-Each statement class names the template block that renders it
-(``template: ClassVar[str]``), and each field says what it holds
-(``field(metadata=...)``: an expression, expressions, keyword pairs, the
-local it assigns, the locals it unpacks into, the locals it deletes, the
-local it consumes, or plain information); the roles are
-read once per class (:func:`stitchgen.records.schema_of`). One generic walker reads them —
-:func:`map_expr`, :func:`map_stmt`, :func:`map_bodies`, :func:`reads`,
-:func:`writes` — so every pass rebuilds statements through it, a field added
-to a class is carried by all of them, and a statement nothing changed comes
-back as the very same object. A new kind of statement touches its class, its
-block in ``function.py.j2`` and its method in ``emitter.py``; a kind with no
-block is a :class:`~stitchgen.errors.TemplateError`, never silent.
-:func:`verify` checks a program's invariants (the passes' contract).
-
-One module holds the classes and their one walker, which reads them by
-their roles: they change together (a role added is a field's and the
-walker's), and the compile path pays one import for both. It runs past 800
-lines for that reason, in three sections: the base class and the
-expressions, the statements and the program, the walker. ``verifier`` and
-``serialization`` (JSON) are modules of their own, imported when first used
-(``verify``, ``to_json`` and ``from_json`` are off the compile path).
+The classes and their walker change together, so they share one module,
+past 800 lines for that reason; ``verifier`` and ``serialization`` are
+imported when first used (off the compile path).
 """
 
 from __future__ import annotations
@@ -89,7 +71,7 @@ class Node(Record):
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
-        if cls.__module__ == __name__:
+        if cls.__module__ == __name__ and cls.__name__[0] != "_":
             CLASSES[cls.__name__] = cls
 
 
@@ -130,8 +112,10 @@ class Literal(Node):
 
 
 @record
-class ConstRef(Node):
-    """A lifted constant: ``Program.consts[index]``, bound under ``name``."""
+class _Indexed(Node):
+    """A reference by place: ``index`` into one of the program's tables,
+    bound under ``name`` (the four kinds below share its fields and
+    ``__init__``)."""
 
     index: int
     name: str
@@ -140,6 +124,11 @@ class ConstRef(Node):
         d = self.__dict__
         d["index"] = index
         d["name"] = name
+
+
+@record
+class ConstRef(_Indexed):
+    """A lifted constant: ``Program.consts[index]``, bound under ``name``."""
 
 
 @record
@@ -209,29 +198,13 @@ Expr = Name | Literal | ConstRef | GlobalRef | TupleExpr | ListExpr | DictExpr |
 
 
 @record
-class SubmodRef(Node):
+class SubmodRef(_Indexed):
     """A child module called through a binding: ``Program.submods[index]``."""
-
-    index: int
-    name: str
-
-    def __init__(self, index: int, name: str) -> None:
-        d = self.__dict__
-        d["index"] = index
-        d["name"] = name
 
 
 @record
-class FunctionRef(Node):
+class FunctionRef(_Indexed):
     """An inlined GraphModule child: ``Program.functions[index]``."""
-
-    index: int
-    name: str
-
-    def __init__(self, index: int, name: str) -> None:
-        d = self.__dict__
-        d["index"] = index
-        d["name"] = name
 
 
 @record
@@ -248,17 +221,9 @@ class MethodRef(Node):
 
 
 @record
-class TargetRef(Node):
+class TargetRef(_Indexed):
     """A call target looked up once, when the module is bound:
     ``Program.targets[index]`` (the naming pass's ``name`` for it)."""
-
-    index: int
-    name: str
-
-    def __init__(self, index: int, name: str) -> None:
-        d = self.__dict__
-        d["index"] = index
-        d["name"] = name
 
 
 Callee = SubmodRef | FunctionRef | GlobalRef | ConstRef | MethodRef | TargetRef
