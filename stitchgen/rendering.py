@@ -1,6 +1,6 @@
 """Render a :class:`~stitchgen.ir.Program` to Python source with Jinja2.
 
-Templates place text; Python decides it (``expressions.py``). A
+Templates place text; Python decides it (``emitter.py``). A
 :class:`Templates` object says where templates come from — the user's
 directories first, then a shipped variant's, then the built-ins, which stay
 reachable as ``"stitchgen/<name>"`` so an override can ``{% extends %}`` the
