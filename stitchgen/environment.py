@@ -39,13 +39,12 @@ import jinja2.runtime
 import jinja2.sandbox
 from markupsafe import Markup
 
-from . import ir
 from .authoring.attributes import no_attribute
 from .errors import TemplateError
 from .filters import BlockText
-from .ir import CLASSES, Program
+from .ir import CLASSES
 
-__all__ = ["build_environment", "program_names", "template_error"]
+__all__ = ["build_environment", "template_error"]
 
 #: the key under which a render passes the program's names to ``finalize``
 NAMES_KEY = "stitchgen_names"
@@ -203,20 +202,6 @@ class _Environment(jinja2.sandbox.SandboxedEnvironment):
                 "print values through stitchgen's filters"
             )
         return jinja2.runtime.markup_join(values)
-
-
-def program_names(program: Program) -> frozenset[str]:
-    """The names a template may print raw: the program's functions,
-    parameters, targets, bindings and helpers."""
-    names = {program.name, program.binder}
-    names.update(s.name for s in program.submods)
-    names.update(c.name for c in program.consts)
-    for fn in program.functions:
-        names.add(fn.name)
-        names.update(p.name for p in fn.params)
-        for stmt in fn.body:
-            names.update(ir.writes(stmt))
-    return frozenset(names)
 
 
 class _Context(jinja2.runtime.Context):

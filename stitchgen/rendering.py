@@ -37,7 +37,7 @@ from typing import TYPE_CHECKING, Any
 from .conventions import CLOSURE, VLLM, Convention, name_formats
 from .emitter import Writer, emit, emit_for
 from .errors import TemplateDirError, TemplateError
-from .ir import Program
+from .ir import Program, program_names
 
 if TYPE_CHECKING:
     import jinja2
@@ -131,6 +131,8 @@ class Templates:
     ) -> None:
         if isinstance(dirs, (str, os.PathLike)):
             dirs = (dirs,)
+        if isinstance(reserve, str):
+            raise TypeError(f"reserve= takes a sequence of names, not the string {reserve!r}")
         self.dirs = tuple(os.fspath(d) for d in dirs)
         for d in self.dirs:
             if not os.path.isdir(d):
@@ -248,6 +250,8 @@ class Templates:
         constant objects and child modules, which the cache never holds — and by the
         modification times of the files in ``dirs``, so an edited template
         is seen), then black formats the result if asked."""
+        if not set(self.reserve).issubset(program.reserved):
+            self._check_reserved(program)
         if self.builtin_in_effect:
             if not format:
                 return self._emit(program, black=False)
@@ -259,6 +263,17 @@ class Templates:
                 return _formatted(self._emit(program, black=False), self)
         source = self._render_templates(program)
         return _formatted(source, self) if format else source
+
+    def _check_reserved(self, program: Program) -> None:
+        """A program lowered without these templates' reserved names
+        (``render(lower(gm))``) renders only if it defines none of them."""
+        taken = sorted(set(self.reserve).difference(program.reserved) & program_names(program))
+        if taken:
+            raise TemplateError(
+                f"the program defines {taken}, which the templates {self!r} reserve for their "
+                "own code: lower it with these templates (stitchgen.lower(gm, templates=...)), "
+                "which names it apart"
+            )
 
     def _emit(self, program: Program, *, black: bool) -> str:
         return emit(
@@ -337,7 +352,7 @@ class Templates:
             if cached is not None:
                 self._rendered[key] = cached  # now the most recent
                 return cached
-        from .environment import NAMES_KEY, program_names, template_error
+        from .environment import NAMES_KEY, template_error
         from .filters import BlockText
 
         context = {

@@ -10,7 +10,8 @@ from builders import override_return, returning_constant
 
 import stitchgen
 from stitchgen import TemplateError, Templates
-from stitchgen.environment import NAMES_KEY, program_names
+from stitchgen.environment import NAMES_KEY
+from stitchgen.ir import program_names
 
 PAYLOADS = ["PWNED_7f3a()", "PWNED_7f3a"]  # code, and a bare identifier
 UNQUOTED = re.compile(r"(?<![\"'])PWNED_7f3a")

@@ -4,10 +4,10 @@ consumer (issue 51 item 2)."""
 import pytest
 import torch
 import torch.fx as fx
+from golden_cases import CASES
 
 import stitchgen
 from stitchgen.conventions import Linkage
-from tests.golden_cases import CASES
 
 
 def _gm():
@@ -76,3 +76,34 @@ def test_a_renamed_binder_is_the_linkage_binder():
     generated = stitchgen.generate(fx.GraphModule({}, graph), format=False)
     assert generated.binder != "bind" and f"def {generated.binder}(" in generated.code
     assert generated.linkage.binder == generated.program.binder
+
+
+def _input_named(name):
+    graph = fx.Graph()
+    x = graph.placeholder(name)
+    graph.output(graph.call_function(torch.relu, (x,)))
+    return fx.GraphModule({}, graph)
+
+
+def test_reserve_as_one_string_is_refused():
+    with pytest.raises(TypeError, match="reserve= takes a sequence of names, not the string 'x'"):
+        stitchgen.Templates(reserve="x")
+
+
+def test_render_refuses_a_program_that_defines_a_name_its_templates_reserve():
+    gm = _input_named("profiling")
+    refused = r"defines \['profiling'\], which the templates"
+    with pytest.raises(stitchgen.TemplateError, match=refused):
+        stitchgen.render(stitchgen.lower(gm), templates="profiled")
+    # lowered with the same templates, the input is named apart and the code runs
+    program = stitchgen.lower(gm, templates="profiled")
+    code = stitchgen.render(program, format=False, templates="profiled")
+    assert code == stitchgen.generate(gm, templates="profiled", format=False).code
+    x = torch.randn(3)
+    assert torch.equal(stitchgen.compile(gm, templates="profiled")(x), gm(x))
+
+
+def test_render_takes_a_program_lowered_apart_that_uses_no_reserved_name():
+    gm = _input_named("x")
+    plain = stitchgen.render(stitchgen.lower(gm), format=False, templates="profiled")
+    assert plain == stitchgen.generate(gm, templates="profiled", format=False).code

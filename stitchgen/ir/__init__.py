@@ -731,6 +731,22 @@ _FLAT_KINDS = frozenset(STATEMENTS)
 _FLAT: tuple[str, ...] = ()
 
 
+def program_names(program: Program) -> frozenset[str]:
+    """The names a program defines: its functions, their parameters and
+    the locals they assign (nested bodies included), the binder, the
+    bindings and the call targets."""
+    names = {program.name, program.binder}
+    names.update(s.name for s in program.submods)
+    names.update(c.name for c in program.consts)
+    names.update(t.name for t in program.targets)
+    for fn in program.functions:
+        names.add(fn.name)
+        names.update(p.name for p in fn.params)
+        for stmt in iter_statements(fn.body):
+            names.update(writes(stmt))
+    return frozenset(names)
+
+
 def iter_statements(body: Sequence[Stmt]) -> Iterable[Stmt]:
     """Every statement of ``body``, and of the bodies nested in them, in
     source order (a statement before the statements of its bodies): ``body``
@@ -887,6 +903,7 @@ __all__ = [
     "deletes",
     "from_json",
     "iter_statements",
+    "program_names",
     "map_bodies",
     "map_expr",
     "map_stmt",
