@@ -304,9 +304,15 @@ class Templates:
 
         if self.builtin_in_effect and not any(os.path.lexists(Path(d, LOCK)) for d in self.dirs):
             return TemplateReport([], [])
-        from .authoring.checks import check_templates  # Jinja: only for templates of yours
+        import jinja2  # only for templates of yours
 
-        return check_templates(self.environment, self.dirs, self.variant, known=known)
+        from .authoring.checks import check_templates
+        from .environment import template_error
+
+        try:
+            return check_templates(self.environment, self.dirs, self.variant, known=known)
+        except jinja2.TemplateSyntaxError as exc:  # file:line: what Jinja could not parse
+            raise template_error(exc) from None
 
     def _ensure_checked(self, stamp: tuple[Any, ...]) -> None:
         """Run the checks once per object and state of your files; a process

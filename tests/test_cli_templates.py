@@ -92,3 +92,15 @@ def test_diff_and_lock_refuse_templates_with_problems(tmp_path, capsys):
     assert main(["templates", "lock", directory]) == 1
     assert "not locked" in capsys.readouterr().err
     assert not (tmp_path / "stitchgen.lock").exists()
+
+
+@pytest.mark.parametrize("action", ["check", "lock", "blocks", "diff"])
+def test_a_jinja_syntax_error_is_one_line_naming_file_and_line(tmp_path, capsys, action):
+    broken = '{% extends "stitchgen/function.py.j2" %}\n{% block prologue %}\n    {{ x + }}\n'
+    directory = _dir(tmp_path, function_py_j2=broken + "{% endblock %}\n")
+    argv = ["templates", action, *(["--template-dir"] if action == "blocks" else []), directory]
+    assert main(argv) == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "Traceback" not in err
+    assert f"{tmp_path / 'function.py.j2'}:3: TemplateSyntaxError: unexpected" in err
+    assert not (tmp_path / "stitchgen.lock").exists()
