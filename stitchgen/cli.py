@@ -25,6 +25,10 @@ from .errors import StitchgenError
 __all__ = ["main"]
 
 PROG = "stitchgen"
+_TEMPLATES_HELP = (
+    "your project's Templates (or a function returning one), as its engine renders with "
+    "(default: [tool.stitchgen] templates in pyproject.toml)"
+)
 
 
 class _Stop(Exception):
@@ -86,30 +90,47 @@ def _demo(args: argparse.Namespace) -> int:
 
 def _golden(args: argparse.Namespace) -> int:
     from . import golden
+    from .project import find_project, load_templates
 
     prog = args.prog
+    with _usage(prog):
+        project = None if args.cases or args.root else find_project()
+    configured = project is not None and project.cases is not None
     if args.cases and not args.dir:
         raise _Stop(prog, "--cases needs --dir (where the golden files live)", 2)
-    if not args.cases and (args.template_dir or args.variant or args.dir):
-        raise _Stop(prog, "--dir, --template-dir and --variant go with --cases", 2)
+    if not (args.cases or configured) and (
+        args.template_dir or args.variant or args.dir or args.templates
+    ):
+        raise _Stop(prog, "--dir, --template-dir, --variant and --templates go with --cases", 2)
+    if args.templates and (args.template_dir or args.variant):
+        raise _Stop(prog, "--templates names the whole set: no --template-dir or --variant", 2)
     directory: Path | None = None
     templates: Any = None
     regen = golden.REGEN
     with _usage(prog):
-        if args.cases:
+        if args.cases or configured:
             from .rendering import Templates
 
-            if os.path.lexists(args.dir) and not os.path.isdir(args.dir):
-                raise _Stop(prog, f"argument --dir: {args.dir!r} is not a directory", 2)
-            if args.template_dir or args.variant:
+            where = project.root if project is not None else Path.cwd()
+            cases_spec = args.cases or _in(where, project.cases if project else None)
+            dir_arg = args.dir or str(
+                project.golden_dir if project and project.golden_dir else where / "golden"
+            )
+            if os.path.lexists(dir_arg) and not os.path.isdir(dir_arg):
+                raise _Stop(prog, f"argument --dir: {dir_arg!r} is not a directory", 2)
+            spec = args.templates or (project.templates if project and not args.cases else None)
+            if spec and not (args.template_dir or args.variant):
+                templates = load_templates(spec, where)
+            elif args.template_dir or args.variant:
                 templates = Templates(args.template_dir or (), variant=args.variant)
-            directory = Path(args.dir).resolve()
-            cases = golden.load_cases(args.cases)
+            directory = Path(dir_arg).resolve()
+            cases = golden.load_cases(cases_spec)
             all_entries = golden.entries_from_cases(cases, directory, templates)
-            flags = [f"--cases {args.cases}", f"--dir {args.dir}"]
+            flags = [f"--cases {args.cases}", f"--dir {args.dir}"] if args.cases else []
+            flags += [f"--templates {args.templates}"] if args.templates else []
             flags += [f"--template-dir {d}" for d in args.template_dir or ()]
             flags += [f"--variant {args.variant}"] if args.variant else []
-            regen = f"stitchgen golden {' '.join(flags)} --update"
+            regen = f"stitchgen golden {' '.join([*flags, '--update'])}"
             root = directory
         else:
             root = Path(args.root) if args.root else golden.find_root()
@@ -133,19 +154,52 @@ def _golden(args: argparse.Namespace) -> int:
     return 0
 
 
+def _in(root: Path, spec: str | None) -> str:
+    """A configured ``cases`` spec: a ``.py`` path is relative to the project's root."""
+    assert spec is not None
+    if spec.endswith(".py") or "/" in spec:
+        return str(root / spec.partition(":")[0]) + (
+            ":" + spec.partition(":")[2] if ":" in spec else ""
+        )
+    return spec
+
+
 def _templates(args: argparse.Namespace) -> Any:
-    """The ``Templates`` an invocation names (a refusal is a usage error)."""
+    """The ``Templates`` an invocation names: ``--templates MODULE:ATTR``,
+    else a DIR (or ``--template-dir``) with ``--variant``, else the project's
+    ``[tool.stitchgen] templates``, else the shipped ones. A refusal is a
+    usage error."""
+    from .project import find_project, load_templates
     from .rendering import Templates
 
-    dirs = [args.dir] if getattr(args, "dir", None) else list(args.template_dir or ())
+    dirs = (
+        [args.dir] if getattr(args, "dir", None) else list(getattr(args, "template_dir", ()) or ())
+    )
     with _usage(args.prog):
+        project = find_project()
+        spec: str | None = getattr(args, "templates", None)
+        if spec and (dirs or args.variant):
+            raise _Stop(args.prog, "--templates names the whole set: no DIR or --variant", 2)
+        if not (spec or dirs or args.variant) and project is not None:
+            spec = project.templates
+        if spec:
+            args.known = True  # the project's filters and globals are known
+            return load_templates(spec, project.root if project else None)
+        if not dirs and hasattr(args, "dir"):  # check, diff, lock: a set of yours
+            raise _Stop(
+                args.prog,
+                "the following arguments are required: DIR (or --templates MODULE:ATTR, or "
+                "templates in [tool.stitchgen] of pyproject.toml)",
+                2,
+            )
         return Templates(dirs, variant=args.variant)
 
 
 def _problems(args: argparse.Namespace, templates: Any, stale: bool = False) -> bool:
     """Print the templates' problems (and stale blocks, with ``stale``), one
     line each on stderr; were there any?"""
-    report = templates.check(known=False)  # the project's filters and globals are not known here
+    # from a DIR, the filters and globals your Python passes are not known
+    report = templates.check(known=getattr(args, "known", False))
     lines = report.lines() if stale else [str(p) for p in report.problems]
     for line in lines:
         print(line, file=sys.stderr)
@@ -153,6 +207,10 @@ def _problems(args: argparse.Namespace, templates: Any, stale: bool = False) -> 
         count = len(report.problems) + (len(report.stale) if stale else 0)
         print(f"{args.prog}: {count} problem(s)", file=sys.stderr)
     return bool(lines)
+
+
+def _where(templates: Any) -> str:
+    return " ".join(templates.dirs) or "the shipped templates"
 
 
 def _library(templates: Any) -> Any:
@@ -176,19 +234,22 @@ def _check_templates(args: argparse.Namespace) -> int:
     templates = _templates(args)
     if _problems(args, templates, stale=True):
         return 1
-    print(f"templates check: {args.dir}: no problems")
+    print(f"templates check: {_where(templates)}: no problems")
     return 0
 
 
 def _diff(args: argparse.Namespace) -> int:
     from . import golden
     from .authoring.preview import preview
+    from .project import find_project
     from .rendering import Templates
 
     mine = _templates(args)
     with _usage(args.prog):
-        if args.cases:
-            entries = golden.entries_from_cases(golden.load_cases(args.cases), Path("."))
+        project = None if args.cases else find_project()
+        if args.cases or (project is not None and project.cases):
+            spec = args.cases or _in(project.root, project.cases)  # type: ignore[union-attr]
+            entries = golden.entries_from_cases(golden.load_cases(spec), Path("."))
         else:  # this repository's registry, without its own template sets
             registry = golden.entries(golden.find_root())
             entries = {key: e for key, e in registry.items() if e.templates is None}
@@ -198,7 +259,7 @@ def _diff(args: argparse.Namespace) -> int:
     changes, count = preview(chosen, Templates(variant=args.variant), mine)
     for change in changes:
         sys.stdout.write(change.diff)
-    print(f"templates diff: {args.dir} changes {len(changes)} of {count} case(s)")
+    print(f"templates diff: {_where(mine)} changes {len(changes)} of {count} case(s)")
     return 0
 
 
@@ -209,9 +270,12 @@ def _lock(args: argparse.Namespace) -> int:
     if _problems(args, templates):
         print(f"{args.prog}: not locked: fix the problems first", file=sys.stderr)
         return 1
-    locked = write_lock(_library(templates), args.dir)
-    names = ", ".join(f"{b.file} {b.block}" for b in locked) or "none"
-    print(f"locked {len(locked)} overridden block(s) in {args.dir}: {names}")
+    if not templates.dirs:
+        raise _Stop(args.prog, "no template directory to lock: name DIR or --templates", 2)
+    for directory in templates.dirs:
+        locked = write_lock(_library(templates), directory)
+        names = ", ".join(f"{b.file} {b.block}" for b in locked) or "none"
+        print(f"locked {len(locked)} overridden block(s) in {directory}: {names}")
     return 0
 
 
@@ -263,8 +327,9 @@ def _parser() -> argparse.ArgumentParser:
         "golden",
         _golden,
         help="check or regenerate golden files",
-        description="Check or regenerate golden files: this repository's registry by default, "
-        "or any project's cases with --cases MODULE[:ATTR] --dir DIR. --update replaces or "
+        description="Check or regenerate golden files: the cases, directory and templates of "
+        "[tool.stitchgen] in the nearest pyproject.toml, or --cases MODULE[:ATTR] --dir DIR "
+        "(without either: this repository's registry). --update replaces or "
         "removes only the golden files it wrote (recorded in DIR/FILES).",
     )
     mode = gold.add_mutually_exclusive_group(required=True)
@@ -285,6 +350,7 @@ def _parser() -> argparse.ArgumentParser:
         help=templates_help + " (with --cases)",
     )
     gold.add_argument("--variant", choices=sorted(VARIANTS), help="a shipped template set")
+    gold.add_argument("--templates", metavar="MODULE:ATTR", help=_TEMPLATES_HELP)
     gold.add_argument(
         "--root", type=_directory, help="project root (default: found from the current directory)"
     )
@@ -312,7 +378,14 @@ def _templates_parser(parent: argparse.ArgumentParser) -> None:
         cmd = sub.add_parser(name, help=help, description=help)
         cmd.set_defaults(run=run, prog=cmd.prog)
         if directory:
-            cmd.add_argument("dir", type=_directory, metavar="DIR", help="your template directory")
+            cmd.add_argument(
+                "dir",
+                type=_directory,
+                metavar="DIR",
+                nargs="?",
+                help="your template directory (default: [tool.stitchgen] templates)",
+            )
+            cmd.add_argument("--templates", metavar="MODULE:ATTR", help=_TEMPLATES_HELP)
         cmd.add_argument("--variant", choices=sorted(VARIANTS), help="the shipped set it extends")
         return cmd
 
