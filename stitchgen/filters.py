@@ -135,12 +135,6 @@ class BlockText:
     def binder_return(self) -> Code:
         return self._capture(self._emitter.binder_return)
 
-    @property
-    def function_indent(self) -> int:
-        """How far the functions are indented (4: inside the binder; 0: at
-        module level, as the vllm variant defines them)."""
-        return len(self._emitter.function_indent)
-
     # function.py.j2 (statements at one level of indentation)
     def function(self, fn: Any) -> Code:
         """The whole function as the shipped ``function.py.j2`` renders it."""
