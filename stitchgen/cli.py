@@ -91,58 +91,47 @@ def _demo(args: argparse.Namespace) -> int:
 def _golden(args: argparse.Namespace) -> int:
     from . import golden
     from .project import find_project, load_templates
+    from .rendering import Templates
 
     prog = args.prog
-    with _usage(prog):
-        project = None if args.cases or args.root else find_project()
-    configured = project is not None and project.cases is not None
     if args.cases and not args.dir:
         raise _Stop(prog, "--cases needs --dir (where the golden files live)", 2)
-    if not (args.cases or configured) and (
-        args.template_dir or args.variant or args.dir or args.templates
-    ):
-        raise _Stop(prog, "--dir, --template-dir, --variant and --templates go with --cases", 2)
     if args.templates and (args.template_dir or args.variant):
         raise _Stop(prog, "--templates names the whole set: no --template-dir or --variant", 2)
-    directory: Path | None = None
-    templates: Any = None
-    regen = golden.REGEN
     with _usage(prog):
-        if args.cases or configured:
-            from .rendering import Templates
-
-            where = project.root if project is not None else Path.cwd()
-            cases_spec = args.cases or _in(where, project.cases if project else None)
-            dir_arg = args.dir or str(
-                project.golden_dir if project and project.golden_dir else where / "golden"
+        project = None if args.cases else find_project()
+        cases_spec = args.cases or (project.cases if project else None)
+        if cases_spec is None:
+            raise _Stop(
+                prog,
+                f"no cases: name them with --cases MODULE[:ATTR] --dir DIR, or as cases in "
+                f"[tool.stitchgen] of a pyproject.toml at or above {Path.cwd()}",
+                2,
             )
-            if os.path.lexists(dir_arg) and not os.path.isdir(dir_arg):
-                raise _Stop(prog, f"argument --dir: {dir_arg!r} is not a directory", 2)
-            spec = args.templates or (project.templates if project and not args.cases else None)
-            if spec and not (args.template_dir or args.variant):
-                templates = load_templates(spec, where)
-            elif args.template_dir or args.variant:
-                templates = Templates(args.template_dir or (), variant=args.variant)
-            directory = Path(dir_arg).resolve()
-            cases = golden.load_cases(cases_spec)
-            all_entries = golden.entries_from_cases(cases, directory, templates)
-            flags = [f"--cases {args.cases}", f"--dir {args.dir}"] if args.cases else []
-            flags += [f"--templates {args.templates}"] if args.templates else []
-            flags += [f"--template-dir {d}" for d in args.template_dir or ()]
-            flags += [f"--variant {args.variant}"] if args.variant else []
-            regen = f"stitchgen golden {' '.join([*flags, '--update'])}"
-            root = directory
-        else:
-            root = Path(args.root) if args.root else golden.find_root()
-            all_entries = golden.entries(root)
+        dir_arg = args.dir or str(project.golden_dir)  # type: ignore[union-attr]
+        if os.path.lexists(dir_arg) and not os.path.isdir(dir_arg):
+            raise _Stop(prog, f"argument --dir: {dir_arg!r} is not a directory", 2)
+        spec = args.templates or (project.templates if project else None)
+        templates: Any = None
+        if args.template_dir or args.variant:
+            templates = Templates(args.template_dir or (), variant=args.variant)
+        elif spec:
+            templates = load_templates(spec, project.root if project else Path.cwd())
+        directory = Path(dir_arg).resolve()
+        cases = golden.load_cases(cases_spec)
+        all_entries = golden.entries_from_cases(cases, directory, templates)
         golden.selected(all_entries, args.k)  # an unknown -k is a usage error
-    options: dict[str, Any] = {"all_entries": all_entries, "directory": directory}
     if args.update:
-        changed = golden.update(root, args.k, **options)
+        changed = golden.update(all_entries, directory, args.k)
         names = f": {', '.join(changed)}" if changed else ""
         print(f"updated {len(changed)} golden file(s){names}")
         return 0
-    problems = golden.check(root, args.k, regen=regen, **options)
+    flags = [f"--cases {args.cases}", f"--dir {args.dir}"] if args.cases else []
+    flags += [f"--templates {args.templates}"] if args.templates else []
+    flags += [f"--template-dir {d}" for d in args.template_dir or ()]
+    flags += [f"--variant {args.variant}"] if args.variant else []
+    regen = f"stitchgen golden {' '.join([*flags, '--update'])}"
+    problems = golden.check(all_entries, directory, args.k, regen=regen)
     if problems and templates is not None:
         problems += _stale_hint(templates)
     for problem in problems:
@@ -152,16 +141,6 @@ def _golden(args: argparse.Namespace) -> int:
         return 1
     print("golden check: all files match")
     return 0
-
-
-def _in(root: Path, spec: str | None) -> str:
-    """A configured ``cases`` spec: a ``.py`` path is relative to the project's root."""
-    assert spec is not None
-    if spec.endswith(".py") or "/" in spec:
-        return str(root / spec.partition(":")[0]) + (
-            ":" + spec.partition(":")[2] if ":" in spec else ""
-        )
-    return spec
 
 
 def _templates(args: argparse.Namespace) -> Any:
@@ -247,12 +226,15 @@ def _diff(args: argparse.Namespace) -> int:
     mine = _templates(args)
     with _usage(args.prog):
         project = None if args.cases else find_project()
-        if args.cases or (project is not None and project.cases):
-            spec = args.cases or _in(project.root, project.cases)  # type: ignore[union-attr]
-            entries = golden.entries_from_cases(golden.load_cases(spec), Path("."))
-        else:  # this repository's registry, without its own template sets
-            registry = golden.entries(golden.find_root())
-            entries = {key: e for key, e in registry.items() if e.templates is None}
+        spec = args.cases or (project.cases if project else None)
+        if spec is None:
+            raise _Stop(
+                args.prog,
+                "no cases to preview on: name them with --cases MODULE[:ATTR], or as cases in "
+                "[tool.stitchgen] of pyproject.toml",
+                2,
+            )
+        entries = golden.entries_from_cases(golden.load_cases(spec), Path("."))
         chosen = golden.selected(entries, args.k)
     if _problems(args, mine):
         return 1
@@ -328,8 +310,8 @@ def _parser() -> argparse.ArgumentParser:
         _golden,
         help="check or regenerate golden files",
         description="Check or regenerate golden files: the cases, directory and templates of "
-        "[tool.stitchgen] in the nearest pyproject.toml, or --cases MODULE[:ATTR] --dir DIR "
-        "(without either: this repository's registry). --update replaces or "
+        "[tool.stitchgen] in the nearest pyproject.toml, or --cases MODULE[:ATTR] --dir DIR. "
+        "--update replaces or "
         "removes only the golden files it wrote (recorded in DIR/FILES).",
     )
     mode = gold.add_mutually_exclusive_group(required=True)
@@ -351,9 +333,6 @@ def _parser() -> argparse.ArgumentParser:
     )
     gold.add_argument("--variant", choices=sorted(VARIANTS), help="a shipped template set")
     gold.add_argument("--templates", metavar="MODULE:ATTR", help=_TEMPLATES_HELP)
-    gold.add_argument(
-        "--root", type=_directory, help="project root (default: found from the current directory)"
-    )
     gold.add_argument("-k", action="append", metavar="CASE", help="only this case (repeatable)")
     show = command(
         "show",
@@ -411,7 +390,7 @@ def _templates_parser(parent: argparse.ArgumentParser) -> None:
     diff.add_argument(
         "--cases",
         metavar="MODULE[:ATTR]",
-        help="your cases (as for `stitchgen golden --cases`); default: this repository's",
+        help="your cases (as for `stitchgen golden --cases`); default: [tool.stitchgen] cases",
     )
     diff.add_argument("-k", action="append", metavar="CASE", help="only this case (repeatable)")
     action(

@@ -39,12 +39,13 @@ KEYS = ("templates", "cases", "golden-dir")
 
 @dataclass(frozen=True)
 class Project:
-    """``[tool.stitchgen]`` of the ``pyproject.toml`` in ``root``."""
+    """``[tool.stitchgen]`` of the ``pyproject.toml`` in ``root`` (a
+    ``cases`` path made absolute)."""
 
     root: Path
+    golden_dir: Path
     templates: str | None = None
     cases: str | None = None
-    golden_dir: Path | None = None
 
 
 def find_project(start: Path | None = None) -> Project | None:
@@ -72,13 +73,10 @@ def find_project(start: Path | None = None) -> Project | None:
         for key, value in config.items():
             if not isinstance(value, str) or not value:
                 raise StitchgenError(f"{where}: {key} must be a non-empty string, not {value!r}")
-        golden = config.get("golden-dir")
-        return Project(
-            folder,
-            config.get("templates"),
-            config.get("cases"),
-            folder / golden if golden else None,
-        )
+        cases, golden = config.get("cases"), config.get("golden-dir")
+        if cases and (cases.partition(":")[0].endswith(".py") or "/" in cases):
+            cases = str(folder / cases)  # a path, relative to the project
+        return Project(folder, folder / (golden or "golden"), config.get("templates"), cases)
     return None
 
 

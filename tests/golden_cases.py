@@ -5,12 +5,14 @@ the children to call through bindings (``submods``). ``golden/<name>.py`` is
 the black-formatted code that ``stitchgen.generate`` emits for it; the tests
 compare against it and run the code against ``gm`` itself (the oracle).
 ``TEMPLATE_SETS`` adds ``golden/<set>/<name>.py`` for the shipped variants
-and for an example downstream project (``tests/downstream/``).
-``stitchgen golden --update`` rewrites the files from this registry.
+and for an example downstream project (``tests/downstream/``). ``GOLDEN``,
+the ``cases`` of this repository's ``[tool.stitchgen]``, names them all:
+``stitchgen golden --update`` rewrites the files from it.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import enum
 import functools
 import inspect
@@ -39,6 +41,8 @@ class Case:
     #: FX cannot generate code for some valid graphs (constants it cannot
     #: spell, targets it cannot name); those run through fx.Interpreter.
     interpret: bool = False
+    #: the templates its golden file is rendered with (None: the built-ins)
+    templates: Templates | None = None
 
     def expected(self) -> Any:
         if self.interpret:
@@ -527,3 +531,20 @@ TEMPLATE_SETS: dict[str, tuple[Callable[[], Templates], list[str]]] = {
     ),
     "downstream": (downstream_templates, ["decoder_1_layer", "nested_children"]),
 }
+
+
+def _golden_case(name: str, templates: Callable[[], Templates] | None = None) -> Callable[[], Case]:
+    def build() -> Case:
+        case = CASES[name]("cpu")
+        return case if templates is None else dataclasses.replace(case, templates=templates())
+
+    return build
+
+
+#: golden file key (``name`` or ``set/name``) -> a function building its case
+GOLDEN: dict[str, Callable[[], Case]] = {name: _golden_case(name) for name in CASES}
+GOLDEN.update(
+    (f"{set_name}/{name}", _golden_case(name, factory))
+    for set_name, (factory, names) in TEMPLATE_SETS.items()
+    for name in names
+)

@@ -70,9 +70,10 @@ GOLDEN = ["golden", "--check", "--dir", "golden"]
             "unknown golden case(s) no_such_case; known: tiny",
         ),
         (
-            ["golden", "--check", "--root", ".", "-k", "x"],
+            ["golden", "--check", "-k", "x"],
             2,
-            "holds no golden registry (tests/golden_cases.py)",
+            "no cases: name them with --cases MODULE[:ATTR] --dir DIR, or as cases in "
+            "[tool.stitchgen]",
         ),
         ([*GOLDEN, "--cases", "no_such_file.py"], 2, "--cases no_such_file.py: no file"),
         ([*GOLDEN, "--cases", "no_such_module"], 2, "no module named 'no_such_module'"),
@@ -103,9 +104,8 @@ GOLDEN = ["golden", "--check", "--dir", "golden"]
             2,
             "argument --dir: 'afile' is not a directory",
         ),
-        (["golden", "--check", "--root", "nope"], 2, "argument --root: 'nope' does not exist"),
         (["golden", "--check", "--cases", "cases.py"], 2, "--cases needs --dir"),
-        (["golden", "--check", "--dir", "golden"], 2, "go with --cases"),
+        (["golden", "--check", "--dir", "golden"], 2, "no cases: name them with --cases"),
         (["golden"], 2, "one of the arguments --check --update is required"),
         (
             [*GOLDEN, "--cases", "cases.py:BROKEN"],

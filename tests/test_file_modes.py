@@ -50,7 +50,7 @@ def _golden_update(root, n, monkeypatch):
     monkeypatch.setenv("GOLDEN_N", str(n))
     sys.modules.pop("cases", None)
     entries = entries_from_cases(load_cases(str(root / "cases.py")), root / "golden")
-    return update(root, all_entries=entries, directory=root / "golden")
+    return update(entries, root / "golden")
 
 
 def test_golden_files_and_their_records(tmp_path, umask, monkeypatch):

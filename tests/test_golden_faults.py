@@ -41,7 +41,7 @@ def project(tmp_path, monkeypatch):
     (tmp_path / "cases.py").write_text(CASES.format(count=4))
     monkeypatch.setenv("GOLDEN_N", "1")
     golden = tmp_path / "golden"
-    update(tmp_path, all_entries=_entries(tmp_path), directory=golden)
+    update(_entries(tmp_path), golden)
     old = _texts(golden)
     monkeypatch.setenv("GOLDEN_N", "2")
     new = {key: e.code() for key, e in _entries(tmp_path).items()}
@@ -67,9 +67,9 @@ def _whole(golden, old, new):
 
 
 def _finishes(root, golden, new):
-    assert update(root, all_entries=_entries(root), directory=golden) is not None
+    assert update(_entries(root), golden) is not None
     assert _texts(golden) == new
-    assert check(root, all_entries=_entries(root), directory=golden) == []
+    assert check(_entries(root), golden) == []
     assert writing.leftovers(golden) == []
 
 
@@ -101,7 +101,7 @@ def test_a_full_disk_at_any_write_leaves_every_file_whole_and_says_what_changed(
         with monkeypatch.context() as m:
             calls = _full_disk_at(m, n)
             try:
-                update(root, all_entries=_entries(root), directory=golden)
+                update(_entries(root), golden)
             except GoldenError as exc:
                 message = str(exc)
                 assert "No space left on device" in message
@@ -130,7 +130,7 @@ def test_the_record_lists_a_new_file_before_it_can_appear(project, monkeypatch):
 
     monkeypatch.setattr(atomic.os, "replace", replace)
     with pytest.raises(KeyboardInterrupt):
-        update(root, all_entries=_entries(root), directory=golden)
+        update(_entries(root), golden)
     monkeypatch.undo()
     monkeypatch.setenv("GOLDEN_N", "2")
     assert "case_new" in written(golden)

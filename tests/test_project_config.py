@@ -63,7 +63,9 @@ def test_every_command_needs_no_argument_and_uses_the_engines_object(tmp_path, m
     assert "all files match" in capsys.readouterr().out
     # what is locked is byte for byte what the engine generates: reserve= honoured
     templates = sys.modules[engine].TEMPLATES
-    cases = sys.modules["stitchgen_golden_cases_cases"].CASES
+    path = (tmp_path / "cases.py").resolve()
+    loaded = (m for m in list(sys.modules.values()) if getattr(m, "__file__", None) == str(path))
+    cases = next(loaded).CASES
     for name in ("plain", "clash"):
         expected = stitchgen.generate(cases[name](), templates=templates).code
         assert (tmp_path / "golden" / f"{name}.py").read_text() == expected

@@ -25,12 +25,14 @@ class Change:
 def preview(entries: Iterable[Entry], base: Any, mine: Any) -> tuple[list[Change], int]:
     """Each entry's code with ``base`` (the shipped templates, a
     ``Templates``) and with ``mine``; the changed cases, and how many
-    cases were rendered."""
+    cases were rendered (a case with templates of its own is not one)."""
     changes, count = [], 0
     for entry in entries:
+        case = entry.case()
+        if case[2] is not None:
+            continue
         count += 1
-        before = dataclasses.replace(entry, templates=lambda: base).code()
-        after = dataclasses.replace(entry, templates=lambda: mine).code()
+        before, after = entry.code(base, case), entry.code(mine, case)
         if before != after:
             diff = difflib.unified_diff(
                 before.splitlines(True),

@@ -2,16 +2,16 @@
 
 Two ways to name the cases:
 
-* any project: ``stitchgen golden --cases MODULE[:ATTR] --dir DIR`` —
-  ``MODULE`` importable (or a ``.py`` path), ``ATTR`` (default ``CASES``) a
-  mapping of case names to functions taking no arguments that return a
-  ``GraphModule`` (or an object with ``.gm`` and, optionally, ``.submods``:
-  the children to keep opaque); ``--template-dir``/``--variant`` choose the
-  templates. The files are ``DIR/<case>.py``, black-formatted.
-* this repository's registry (the default): ``tests/golden_cases.py`` under
-  the project root, with ``CASES`` (name -> builder taking a device) and
-  ``TEMPLATE_SETS`` (set name -> (templates factory, case names)):
-  ``golden/<case>.py`` and ``golden/<set>/<case>.py``.
+* ``cases``, ``golden-dir`` and ``templates`` in the project's
+  ``[tool.stitchgen]`` (:mod:`stitchgen.project`);
+* ``stitchgen golden --cases MODULE[:ATTR] --dir DIR``.
+
+``MODULE`` is importable (or a ``.py`` path), ``ATTR`` (default ``CASES``)
+a mapping of case names (``name`` or ``folder/name``) to functions taking no
+arguments that return a ``GraphModule``, or an object with ``.gm`` and,
+optionally, ``.submods`` (the children to keep opaque) and ``.templates``
+(the case's own ``Templates``). The files are ``DIR/<case>.py``,
+black-formatted.
 
 ``check`` reports drift as unified diffs, each with the command that
 regenerates; ``update`` rewrites the files. ``DIR/VERSIONS`` records the
@@ -40,15 +40,7 @@ import difflib
 from pathlib import Path
 
 from ..errors import GoldenError
-from .cases import (
-    Entry,
-    entries,
-    entries_from_cases,
-    find_root,
-    load_cases,
-    load_registry,
-    selected,
-)
+from .cases import Entry, entries_from_cases, load_cases, selected
 from .files import RECORD, VERSIONS, kind, read_versions, stale, state, written
 from .version_record import environment, holds, versions
 from .writing import apply
@@ -60,12 +52,9 @@ __all__ = [
     "Entry",
     "check",
     "compare",
-    "entries",
     "entries_from_cases",
     "finish",
-    "find_root",
     "load_cases",
-    "load_registry",
     "selected",
     "update",
     "versions",
@@ -77,17 +66,14 @@ REGEN = "stitchgen golden --update"
 
 
 def check(
-    root: Path,
+    all_entries: dict[str, Entry],
+    directory: Path,
     only: list[str] | None = None,
     *,
-    all_entries: dict[str, Entry] | None = None,
-    directory: Path | None = None,
     regen: str = REGEN,
 ) -> list[str]:
-    """Problems found, each a message (a unified diff for drift); [] if clean.
-    ``all_entries``/``directory`` default to the registry under ``root``."""
-    all_entries = entries(root) if all_entries is None else all_entries
-    directory = root / "golden" if directory is None else directory
+    """Problems found in ``directory``, each a message (a unified diff for
+    drift); [] if clean."""
     recorded = read_versions(directory)
     if recorded is not None and not holds(recorded):
         return [
@@ -143,24 +129,18 @@ def _indented(text: str) -> str:
 
 
 def update(
-    root: Path,
-    only: list[str] | None = None,
-    *,
-    all_entries: dict[str, Entry] | None = None,
-    directory: Path | None = None,
+    all_entries: dict[str, Entry], directory: Path, only: list[str] | None = None
 ) -> list[str]:
     """Rewrite golden files; returns the keys whose file changed (a stale
     file removed as ``key (removed)``). Every case is generated and every
     path checked before anything is written: a file stitchgen did not write
     is a :class:`~stitchgen.errors.GoldenError` naming it, and nothing changes."""
-    all_entries = entries(root) if all_entries is None else all_entries
-    directory = root / "golden" if directory is None else directory
     recorded = written(directory)
     has_versions = read_versions(directory) is not None  # refuses a VERSIONS not ours
     writes: dict[str, tuple[Path, str]] = {}
     refused: list[str] = []
     for entry in selected(all_entries, only):
-        path, code = entry.path(root), entry.code()
+        path, code = entry.path, entry.code()
         status, _ = state(path, code, entry.key in recorded)
         if status == "same":
             recorded.add(entry.key)  # ours by content: exactly what stitchgen writes

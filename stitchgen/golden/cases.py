@@ -1,6 +1,5 @@
-"""Golden cases: where they come from (a project's ``MODULE[:ATTR]``, or
-this repository's registry, ``tests/golden_cases.py``) and what each is
-(:class:`Entry`: a key, a builder, the templates, the directory)."""
+"""Golden cases: where they come from (a project's ``MODULE[:ATTR]``) and
+what each is (:class:`Entry`: a key, a builder, the directory, the templates)."""
 
 from __future__ import annotations
 
@@ -12,62 +11,38 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import GoldenError, StitchgenError
+from .files import is_key
 
 __all__ = [
     "Entry",
-    "entries",
     "entries_from_cases",
-    "find_root",
     "load_cases",
-    "load_registry",
     "selected",
 ]
 
 
-def find_root(start: Path | None = None) -> Path:
-    """The nearest directory at or above ``start`` with tests/golden_cases.py."""
-    here = (start or Path.cwd()).resolve()
-    for candidate in (here, *here.parents):
-        if (candidate / "tests" / "golden_cases.py").is_file():
-            return candidate
-    raise GoldenError(
-        f"no tests/golden_cases.py at or above {here}; run from the project root, pass --root, "
-        "or name your cases with --cases MODULE[:ATTR] --dir DIR"
-    )
-
-
-def load_registry(root: Path) -> Any:
-    """Import ``root/tests/golden_cases.py`` as module ``golden_cases`` (the
-    name pytest gives it, so generated code is the same from both)."""
-    path = root / "tests" / "golden_cases.py"
-    if not path.is_file():
-        raise GoldenError(f"{root.resolve()} holds no golden registry (tests/golden_cases.py)")
-    module = sys.modules.get("golden_cases")
-    if module is None or Path(getattr(module, "__file__", "")).resolve() != path.resolve():
-        try:
-            module = _import_file(path, "golden_cases")
-        except Exception as exc:
-            raise GoldenError(f"the golden registry {path} raised {_said(exc)}") from exc
-    return module
-
-
-def _import_file(path: Path, name: str, beside: bool = False) -> Any:
-    """The module at ``path``, imported as ``name`` (in ``sys.modules``);
-    ``beside`` lets it import the modules next to it while it loads."""
+def _import_file(path: Path) -> Any:
+    """The module at ``path``, imported with its folder on ``sys.path`` as
+    its tests import it: under its own name (so generated code is the same
+    from both), unless a module of that name from another file is loaded."""
+    name = path.stem
+    loaded = sys.modules.get(name)
+    if loaded is not None:
+        if Path(getattr(loaded, "__file__", None) or "").resolve() == path:
+            return loaded
+        name = f"stitchgen_golden_cases_{name}"
     spec = importlib.util.spec_from_file_location(name, path)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     sys.modules[name] = module
-    if beside:
-        sys.path.insert(0, str(path.parent))
+    sys.path.insert(0, str(path.parent))
     try:
         spec.loader.exec_module(module)
     except BaseException:
         sys.modules.pop(name, None)  # no half-imported module left behind
         raise
     finally:
-        if beside:
-            sys.path.remove(str(path.parent))
+        sys.path.remove(str(path.parent))
     return module
 
 
@@ -86,8 +61,7 @@ def load_cases(spec: str) -> Mapping[str, Callable[[], Any]]:
         path = Path(module_name).resolve()
         if not path.is_file():
             raise GoldenError(f"{where}: no file {path}")
-        # its own helpers import as they would in its tests
-        load = lambda: _import_file(path, f"stitchgen_golden_cases_{path.stem}", beside=True)  # noqa: E731
+        load = lambda: _import_file(path)  # noqa: E731
     else:
         load = lambda: importlib.import_module(module_name)  # noqa: E731
     try:
@@ -117,44 +91,39 @@ def _said(exc: BaseException) -> str:
 
 
 def _check_case_name(name: object, where: str) -> None:
-    """A case name is its golden file's name: no path, no leading dot."""
-    if (
-        not isinstance(name, str)
-        or not name
-        or name.startswith(".")
-        or any(c in name for c in "/\\\0")
-    ):
+    """A case name is its golden file's path in the directory: ``name`` or
+    ``folder/name``, no part empty or starting with a dot."""
+    if not isinstance(name, str) or "\0" in name or not is_key(name):
         raise GoldenError(
-            f"{where}: case name {name!r} is not a file name (a non-empty string with no "
-            "path separator and no leading dot)"
+            f"{where}: case name {name!r} is not a file name (a non-empty string, or "
+            "folder/name, no part starting with a dot)"
         )
 
 
 @dataclass(frozen=True)
 class Entry:
-    """One golden file: ``key`` is ``case`` or ``set/case``, the file
-    ``<directory>/<key>.py``; ``build(device)`` gives a GraphModule or an
-    object with ``.gm`` (and ``.submods``, kept opaque)."""
+    """One golden file, ``<directory>/<key>.py``: ``build()`` gives a
+    GraphModule or an object with ``.gm`` and, optionally, ``.submods`` (the
+    children kept opaque) and ``.templates`` (its own ``Templates``, over
+    ``templates``, the project's)."""
 
     key: str
-    build: Callable[[str], Any]
-    templates: Callable[[], Any] | None = None
-    directory: Path | None = None
+    build: Callable[[], Any]
+    directory: Path
+    templates: Any = None
 
-    def path(self, root: Path) -> Path:
-        base = self.directory if self.directory is not None else root / "golden"
-        return base / f"{self.key}.py"
+    @property
+    def path(self) -> Path:
+        return self.directory / f"{self.key}.py"
 
-    def code(self, device: str = "cpu") -> str:
-        """The golden code: ``generate(..., format=True)``. A builder that
-        raises or returns no GraphModule, and a graph stitchgen refuses, are
-        a :class:`~stitchgen.errors.GoldenError` naming the case."""
+    def case(self) -> tuple[Any, tuple[str, ...], Any]:
+        """The built case: its GraphModule, its opaque children, and its own
+        templates (None where it has none). A builder that raises or returns
+        no GraphModule is a :class:`~stitchgen.errors.GoldenError` naming it."""
         import torch.fx as fx
 
-        from ..pipeline import generate
-
         try:
-            case = self.build(device)
+            case = self.build()
         except Exception as exc:
             raise GoldenError(f"golden case {self.key!r}: its builder raised {_said(exc)}") from exc
         gm = case if isinstance(case, fx.GraphModule) else getattr(case, "gm", None)
@@ -164,9 +133,19 @@ class Entry:
                 "GraphModule (or an object with .gm)"
             )
         opaque = tuple(getattr(case, "submods", None) or ())
+        return gm, opaque, getattr(case, "templates", None)
+
+    def code(self, templates: Any = None, case: Any = None) -> str:
+        """The golden code, ``generate(..., format=True)``, with ``templates``
+        (default: the case's own, else the project's) from ``case`` (default:
+        :meth:`case`); a graph stitchgen refuses is a
+        :class:`~stitchgen.errors.GoldenError` naming the case."""
+        from ..pipeline import generate
+
+        gm, opaque, own = case or self.case()
         try:
-            templates = self.templates() if self.templates else None
-            return generate(gm, opaque=opaque, templates=templates).code
+            chosen = next((t for t in (templates, own, self.templates) if t is not None), None)
+            return generate(gm, opaque=opaque, templates=chosen).code
         except StitchgenError as exc:  # the graph or the templates: the case's input
             raise GoldenError(f"golden case {self.key!r}: {exc}") from exc
 
@@ -176,34 +155,7 @@ def entries_from_cases(
 ) -> dict[str, Entry]:
     """The entries for ``cases`` (functions taking no arguments), written to
     ``directory`` with ``templates`` (a ``Templates``, or None for the built-ins)."""
-    factory: Callable[[], Any] | None = None
-    if templates is not None:
-
-        def factory() -> Any:
-            return templates
-
-    return {
-        name: Entry(name, _ignoring_device(fn), factory, directory)
-        for name, fn in sorted(cases.items())
-    }
-
-
-def _ignoring_device(fn: Callable[[], Any]) -> Callable[[str], Any]:
-    def build(device: str) -> Any:
-        return fn()
-
-    return build
-
-
-def entries(root: Path) -> dict[str, Entry]:
-    registry = load_registry(root)
-    cases = registry.CASES
-    out = {name: Entry(name, build) for name, build in sorted(cases.items())}
-    for set_name, (factory, names) in sorted(getattr(registry, "TEMPLATE_SETS", {}).items()):
-        for name in names:
-            key = f"{set_name}/{name}"
-            out[key] = Entry(key, cases[name], factory)
-    return out
+    return {name: Entry(name, fn, directory, templates) for name, fn in sorted(cases.items())}
 
 
 def selected(all_entries: dict[str, Entry], only: list[str] | None) -> list[Entry]:

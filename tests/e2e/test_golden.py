@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 import torch
-from golden_cases import CASES
+from golden_cases import CASES, GOLDEN, TEMPLATE_SETS
 from oracle import assert_same
 
 import stitchgen
@@ -14,7 +14,7 @@ from stitchgen.cli import main
 
 ROOT = Path(__file__).resolve().parents[2]
 NAMES = sorted(CASES)
-ENTRIES = golden.entries(ROOT)
+ENTRIES = golden.entries_from_cases(GOLDEN, ROOT / "golden")
 
 
 def test_corpus_has_at_least_15_cases():
@@ -29,11 +29,10 @@ def test_every_template_set_is_golden_locked():
 @pytest.mark.parametrize("key", sorted(ENTRIES))
 def test_golden_code_matches_and_runs_equal_to_graphmodule(key):
     entry = ENTRIES[key]
-    case = entry.build("cpu")
-    templates = entry.templates() if entry.templates else None
-    generated = stitchgen.generate(case.gm, opaque=tuple(case.submods), templates=templates)
-    expected_code = entry.path(ROOT).read_text(encoding="utf-8")
-    assert generated.code == expected_code, golden.check(ROOT, [key])[0]
+    case = entry.build()
+    generated = stitchgen.generate(case.gm, opaque=tuple(case.submods), templates=case.templates)
+    expected_code = entry.path.read_text(encoding="utf-8")
+    assert generated.code == expected_code, golden.check(ENTRIES, ROOT / "golden", [key])[0]
     fn = stitchgen.load(generated, case.submods)
     assert_same(fn(*case.inputs), case.expected())
 
@@ -49,9 +48,9 @@ def test_compile_path_equals_graphmodule(name):
 @pytest.mark.gpu
 @pytest.mark.parametrize("key", sorted(ENTRIES))
 def test_cuda_bit_exact(key):
-    entry = ENTRIES[key]
-    case = entry.build("cuda")
-    templates = entry.templates() if entry.templates else None
+    set_name, _, name = key.rpartition("/")
+    case = CASES[name]("cuda")
+    templates = TEMPLATE_SETS[set_name][0]() if set_name else None
     fn = stitchgen.compile(case.gm, case.submods, templates=templates)
     expected = case.expected()
     actual = fn(*case.inputs)
@@ -59,49 +58,41 @@ def test_cuda_bit_exact(key):
     assert_same(actual, expected)
 
 
-@pytest.fixture
-def scratch_project(tmp_path, monkeypatch):
-    """A project root in tmp_path; the real golden_cases module is restored after."""
+def test_golden_check_reports_drift_with_a_diff(tmp_path, monkeypatch, capsys):
+    """A copy of this repository's configuration and corpus, found from the
+    working directory."""
     monkeypatch.setitem(sys.modules, "golden_cases", sys.modules["golden_cases"])
     (tmp_path / "tests").mkdir()
     (tmp_path / "golden").mkdir()
-    return tmp_path
-
-
-def test_golden_check_reports_drift_with_a_diff(scratch_project, capsys):
-    tmp_path = scratch_project
     (tmp_path / "tests" / "golden_cases.py").write_text(
         (ROOT / "tests" / "golden_cases.py").read_text()
     )
+    (tmp_path / "pyproject.toml").write_text(
+        '[tool.stitchgen]\ncases = "tests/golden_cases.py:GOLDEN"\n'
+    )
+    monkeypatch.chdir(tmp_path / "tests")  # found upward
     original = (ROOT / "golden" / "moe_piece.py").read_text()
     (tmp_path / "golden" / "moe_piece.py").write_text(original.replace("2.0", "3.0"))
     record = (ROOT / "golden" / golden.RECORD).read_text()  # stitchgen wrote it: recorded
     (tmp_path / "golden" / golden.RECORD).write_text(record)
-    assert main(["golden", "--check", "--root", str(tmp_path), "-k", "moe_piece"]) == 1
+    assert main(["golden", "--check", "-k", "moe_piece"]) == 1
     err = capsys.readouterr().err
     assert "--- golden/moe_piece.py" in err and "stitchgen golden --update -k moe_piece" in err
-    assert main(["golden", "--update", "--root", str(tmp_path), "-k", "moe_piece"]) == 0
+    assert main(["golden", "--update", "-k", "moe_piece"]) == 0
     assert (tmp_path / "golden" / "moe_piece.py").read_text() == original
-    assert main(["golden", "--check", "--root", str(tmp_path), "-k", "moe_piece"]) == 0
+    assert main(["golden", "--check", "-k", "moe_piece"]) == 0
 
 
-def test_golden_check_flags_missing_and_stale_files(scratch_project):
-    """(the registry below has one case and no template sets)"""
-    tmp_path = scratch_project
-    (tmp_path / "tests" / "golden_cases.py").write_text(
-        "import importlib.util, sys\n"
-        "spec = importlib.util.spec_from_file_location(\n"
-        f"    'real_golden_cases', {str(ROOT / 'tests' / 'golden_cases.py')!r})\n"
-        "real = sys.modules['real_golden_cases'] = importlib.util.module_from_spec(spec)\n"
-        "spec.loader.exec_module(real)\n"
-        "CASES = {'zero_inputs': real.CASES['zero_inputs']}\n"
-    )
-    (tmp_path / "golden" / "gone.py").write_text("")  # a golden file stitchgen wrote...
-    (tmp_path / "golden" / golden.RECORD).write_text(
+def test_golden_check_flags_missing_and_stale_files(tmp_path):
+    directory = tmp_path / "golden"
+    directory.mkdir()
+    (directory / "gone.py").write_text("")  # a golden file stitchgen wrote...
+    (directory / golden.RECORD).write_text(
         (ROOT / "golden" / golden.RECORD).read_text().splitlines()[0] + "\ngone\n"
     )
-    (tmp_path / "golden" / "helper.py").write_text("")  # ...and one it did not
-    problems = golden.check(tmp_path)
+    (directory / "helper.py").write_text("")  # ...and one it did not
+    entries = golden.entries_from_cases({"zero_inputs": GOLDEN["zero_inputs"]}, directory)
+    problems = golden.check(entries, directory)
     assert any("zero_inputs.py: missing" in p for p in problems)
     assert any("gone.py: no case of that name" in p for p in problems)
     assert not any("helper.py" in p for p in problems)

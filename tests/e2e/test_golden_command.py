@@ -165,6 +165,6 @@ def test_missing_and_stale_files_are_named(project, golden):
 
 def test_options_that_need_cases_are_refused(project, golden):
     result = golden("--check", "--dir", "golden")
-    assert result.returncode == 2 and "go with --cases" in result.stderr
+    assert result.returncode == 2 and "no cases: name them with --cases" in result.stderr
     result = golden("--check", "--cases", "cases.py")
     assert result.returncode == 2 and "--cases needs --dir" in result.stderr
