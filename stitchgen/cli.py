@@ -174,11 +174,25 @@ def _templates(args: argparse.Namespace) -> Any:
         return Templates(dirs, variant=args.variant)
 
 
+def _report(args: argparse.Namespace, templates: Any) -> Any:
+    """The templates' check, the stale overrides judged by what the shipped
+    blocks write on the specimens too (rendering cannot lower them)."""
+    import dataclasses
+    import functools
+
+    from .authoring.lock import stale
+    from .authoring.specimens import emitted
+
+    # from a DIR, the filters and globals your Python passes are not known
+    report = templates.check(known=getattr(args, "known", False))
+    outputs = functools.partial(emitted, templates.variant)
+    return dataclasses.replace(report, stale=stale(_library(templates), templates.dirs, outputs))
+
+
 def _problems(args: argparse.Namespace, templates: Any, stale: bool = False) -> bool:
     """Print the templates' problems (and stale blocks, with ``stale``), one
     line each on stderr; were there any?"""
-    # from a DIR, the filters and globals your Python passes are not known
-    report = templates.check(known=getattr(args, "known", False))
+    report = _report(args, templates)
     lines = report.lines() if stale else [str(p) for p in report.problems]
     for line in lines:
         print(line, file=sys.stderr)
@@ -218,6 +232,8 @@ def _check_templates(args: argparse.Namespace) -> int:
 
 
 def _diff(args: argparse.Namespace) -> int:
+    import functools
+
     from . import golden
     from .authoring.preview import preview
     from .project import find_project
@@ -227,18 +243,29 @@ def _diff(args: argparse.Namespace) -> int:
     with _usage(args.prog):
         project = None if args.cases else find_project()
         spec = args.cases or (project.cases if project else None)
-        if spec is None:
-            raise _Stop(
-                args.prog,
-                "no cases to preview on: name them with --cases MODULE[:ATTR], or as cases in "
-                "[tool.stitchgen] of pyproject.toml",
-                2,
-            )
-        entries = golden.entries_from_cases(golden.load_cases(spec), Path("."))
-        chosen = golden.selected(entries, args.k)
+        chosen = []
+        if spec is not None:
+            entries = golden.entries_from_cases(golden.load_cases(spec), Path("."))
+            chosen = golden.selected(entries, args.k)
+        elif args.k:
+            raise _Stop(args.prog, "-k names cases: name them with --cases MODULE[:ATTR]", 2)
     if _problems(args, mine):
         return 1
-    changes, count = preview(chosen, Templates(variant=args.variant), mine)
+    cases: list[tuple[str, Any]] = []
+    for entry in chosen:
+        case = entry.case()
+        if case[2] is None:  # a case with templates of its own is not the shipped set's
+            cases.append((entry.key, functools.partial(entry.code, case=case)))
+    if spec is None:
+        from .authoring.specimens import previews
+
+        cases = previews(mine)
+        print(
+            "templates diff: no cases named (--cases, or cases in [tool.stitchgen]): previewing "
+            "on stitchgen's specimen graphs",
+            file=sys.stderr,
+        )
+    changes, count = preview(cases, Templates(variant=mine.variant), mine)
     for change in changes:
         sys.stdout.write(change.diff)
     print(f"templates diff: {_where(mine)} changes {len(changes)} of {count} case(s)")
@@ -246,7 +273,10 @@ def _diff(args: argparse.Namespace) -> int:
 
 
 def _lock(args: argparse.Namespace) -> int:
+    import functools
+
     from .authoring.lock import write_lock
+    from .authoring.specimens import emitted
 
     templates = _templates(args)
     if _problems(args, templates):
@@ -255,7 +285,8 @@ def _lock(args: argparse.Namespace) -> int:
     if not templates.dirs:
         raise _Stop(args.prog, "no template directory to lock: name DIR or --templates", 2)
     for directory in templates.dirs:
-        locked = write_lock(_library(templates), directory)
+        outputs = functools.partial(emitted, templates.variant)
+        locked = write_lock(_library(templates), directory, outputs)
         names = ", ".join(f"{b.file} {b.block}" for b in locked) or "none"
         print(f"locked {len(locked)} overridden block(s) in {directory}: {names}")
     return 0
@@ -264,7 +295,7 @@ def _lock(args: argparse.Namespace) -> int:
 def _stale_hint(templates: Any) -> list[str]:
     """Where locked templates override blocks that changed since: a line
     naming them, as what may explain a drift."""
-    stale = templates.check(known=False).stale
+    stale = _report(argparse.Namespace(known=False), templates).stale
     if not stale:
         return []
     names = "; ".join(f"{s.locked.file} {s.locked.block} ({s.locked.base})" for s in stale)

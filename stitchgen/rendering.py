@@ -358,27 +358,30 @@ class Templates:
             if cached is not None:
                 self._rendered[key] = cached  # now the most recent
                 return cached
-        from .environment import NAMES_KEY, template_error
-        from .filters import BlockText
-
-        context = {
-            NAMES_KEY: program_names(program),
-            "emit": BlockText(
-                emit_for(program, self.variant, self.writer, self.globals),
-                shipped_function=self._shipped(_FUNCTION_TEMPLATE),
-            ),
-        }
-        try:
-            source = self.environment.get_template(ENTRY_TEMPLATE).render(
-                program=program, **context
-            )
-        except Exception as exc:
-            raise template_error(exc) from exc
+        source = self.through_jinja(program, shipped_function=self._shipped(_FUNCTION_TEMPLATE))
         with self._lock:
             self._rendered[key] = source
             while len(self._rendered) > 16:
                 self._rendered.popitem(last=False)
         return source
+
+    def through_jinja(self, program: Program, *, shipped_function: bool) -> str:
+        """``program`` rendered by Jinja from the entry template (no check,
+        no cache); ``shipped_function=False`` renders each function through
+        ``function.py.j2`` even where it is the shipped one (the lock's
+        record of what the shipped blocks emit)."""
+        from .environment import NAMES_KEY, template_error
+        from .filters import BlockText
+
+        emit = emit_for(program, self.variant, self.writer, self.globals)
+        context = {
+            NAMES_KEY: program_names(program),
+            "emit": BlockText(emit, shipped_function=shipped_function),
+        }
+        try:
+            return self.environment.get_template(ENTRY_TEMPLATE).render(program=program, **context)
+        except Exception as exc:
+            raise template_error(exc) from exc
 
     def _stamp(self) -> tuple[Any, ...]:
         """What the user's template files look like now (names, mtimes)."""

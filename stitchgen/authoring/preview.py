@@ -6,10 +6,8 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
-
-from ..golden import Entry
 
 __all__ = ["Change", "preview"]
 
@@ -22,23 +20,22 @@ class Change:
     diff: str
 
 
-def preview(entries: Iterable[Entry], base: Any, mine: Any) -> tuple[list[Change], int]:
-    """Each entry's code with ``base`` (the shipped templates, a
-    ``Templates``) and with ``mine``; the changed cases, and how many
-    cases were rendered (a case with templates of its own is not one)."""
+def preview(
+    cases: Iterable[tuple[str, Callable[[Any], str]]], base: Any, mine: Any
+) -> tuple[list[Change], int]:
+    """Each case's code (``code(templates)``) with ``base`` (the shipped
+    templates, a ``Templates``) and with ``mine``; the changed cases, and
+    how many cases were rendered."""
     changes, count = [], 0
-    for entry in entries:
-        case = entry.case()
-        if case[2] is not None:
-            continue
+    for key, code in cases:
         count += 1
-        before, after = entry.code(base, case), entry.code(mine, case)
+        before, after = code(base), code(mine)
         if before != after:
             diff = difflib.unified_diff(
                 before.splitlines(True),
                 after.splitlines(True),
-                f"{entry.key} (shipped templates)",
-                f"{entry.key} (yours)",
+                f"{key} (shipped templates)",
+                f"{key} (yours)",
             )
-            changes.append(Change(entry.key, "".join(diff)))
+            changes.append(Change(key, "".join(diff)))
     return changes, count

@@ -18,7 +18,7 @@ regenerates; ``update`` rewrites the files. ``DIR/VERSIONS`` records the
 stitchgen and black versions that produced them and the torch releases
 stitchgen supports (the files are byte-identical on each); a mismatch — or
 a torch outside that range — is reported as such (regenerate, or install
-those versions), not as drift.
+those versions), with the differences it makes shown below it.
 
 ``update`` replaces or removes only what it wrote itself, and writes so
 that a run stopped at any moment leaves every file whole (``writing.py``). ``DIR/FILES``
@@ -75,16 +75,16 @@ def check(
     """Problems found in ``directory``, each a message (a unified diff for
     drift); [] if clean."""
     recorded = read_versions(directory)
+    problems: list[str] = []
     if recorded is not None and not holds(recorded):
-        return [
-            f"{directory / VERSIONS}: version mismatch, not drift: the golden files were made "
-            "with\n"
+        problems.append(
+            f"{directory / VERSIONS}: version mismatch: the golden files were made with\n"
             + _indented(recorded)
             + "and this environment has\n"
             + _indented(environment())
-            + f"install those versions to check them, or regenerate: {regen}"
-        ]
-    problems: list[str] = []
+            + "so a difference below may come from the versions, not from drift: install "
+            f"those versions to check them, or regenerate: {regen}"
+        )
     recorded_files = written(directory)
     for entry in selected(all_entries, only):
         found = compare(directory, entry.key, entry.code(), recorded_files, f"{regen} -k {entry.key}")

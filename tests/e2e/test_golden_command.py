@@ -101,14 +101,19 @@ def test_a_drifting_file_is_a_diff_and_the_command_that_regenerates(project, gol
     assert "relu_plus_one" not in result.stderr  # only the drifting file is reported
 
 
-def test_a_version_mismatch_is_reported_as_such_not_as_drift(project, golden):
+def test_a_version_mismatch_is_reported_as_such_with_the_diff_it_makes(project, golden):
     assert golden(*ARGS, "--update").returncode == 0
     versions = project / "golden" / "VERSIONS"
     versions.write_text(versions.read_text().replace("black==", "black==0.0.0+"))
     result = golden(*ARGS, "--check")
     assert result.returncode == 1
-    assert "version mismatch, not drift" in result.stderr
-    assert "---" not in result.stderr  # no diff
+    assert "version mismatch: the golden files were made with" in result.stderr
+    assert "---" not in result.stderr  # the files themselves match
+    path = project / "golden" / "double.py"  # as an upgrade changes a file
+    path.write_text(path.read_text().replace("return mul", "return mul + 0"))
+    result = golden(*ARGS, "--check")
+    assert "version mismatch" in result.stderr and "--- golden/double.py" in result.stderr
+    assert "golden check: 2 problem(s)" in result.stderr
 
 
 @pytest.mark.parametrize(
@@ -131,7 +136,7 @@ def test_the_running_torch_must_be_the_one_or_in_the_range_recorded(
     result = golden(*ARGS, "--check")
     assert (result.returncode == 0) is holds, result.stderr
     if not holds:
-        assert "version mismatch, not drift" in result.stderr
+        assert "version mismatch: the golden files were made with" in result.stderr
         assert f"torch=={torch_version()}\n" in result.stderr  # what this environment has
 
 
