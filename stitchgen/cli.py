@@ -162,7 +162,7 @@ def _templates(args: argparse.Namespace) -> Any:
         if not (spec or dirs or args.variant) and project is not None:
             spec = project.templates
         if spec:
-            args.known = True  # the project's filters and globals are known
+            args.known = ":" in spec  # a project's object: its filters and globals are known
             return load_templates(spec, project.root if project else None)
         if not dirs and hasattr(args, "dir"):  # check, diff, lock: a set of yours
             raise _Stop(
@@ -224,8 +224,25 @@ def _blocks(args: argparse.Namespace) -> int:
 
 
 def _check_templates(args: argparse.Namespace) -> int:
+    from .authoring.specimens import rendered
+
     templates = _templates(args)
     if _problems(args, templates, stale=True):
+        return 1
+    if getattr(args, "known", False) or not templates.check().problems:
+        problems, notes = rendered(templates)  # what the specimens get: Python, the guarantees
+    else:  # filters or names of the project's own, which a DIR does not bring
+        problems, notes = (
+            [],
+            [
+                "note: not rendered on the specimen graphs: the templates use filters or names of "
+                "your project's; name its Templates (--templates MODULE:ATTR) to render them"
+            ],
+        )
+    for line in [*problems, *notes]:
+        print(line, file=sys.stderr)
+    if problems:
+        print(f"{args.prog}: {len(problems)} problem(s)", file=sys.stderr)
         return 1
     print(f"templates check: {_where(templates)}: no problems")
     return 0
@@ -268,6 +285,11 @@ def _diff(args: argparse.Namespace) -> int:
     changes, count = preview(cases, Templates(variant=mine.variant), mine)
     for change in changes:
         sys.stdout.write(change.diff)
+    if spec is None:
+        from .authoring.specimens import rendered
+
+        for note in rendered(mine)[1]:  # frees, piece calls, returns: the guarantees
+            print(note, file=sys.stderr)
     print(f"templates diff: {_where(mine)} changes {len(changes)} of {count} case(s)")
     return 0
 

@@ -5,7 +5,7 @@ working directory that has that table (found as ruff, black and pytest find
 theirs)::
 
     [tool.stitchgen]
-    templates = "myproj.engine:TEMPLATES"  # a Templates, or a function returning one
+    templates = "myproj.engine:TEMPLATES"  # a Templates, a function returning one, or a DIR
     cases = "tests/golden_cases.py"        # MODULE[:ATTR] or a .py path (ATTR: CASES)
     golden-dir = "golden"                  # where the golden files live
 
@@ -82,11 +82,19 @@ def find_project(start: Path | None = None) -> Project | None:
 
 def load_templates(spec: str, root: Path | None = None) -> Any:
     """The ``Templates`` that ``MODULE:ATTR`` names (``ATTR`` a ``Templates``
-    or a function returning one), imported with ``root`` on ``sys.path``.
+    or a function returning one), imported with ``root`` on ``sys.path``;
+    or, without a colon, a directory of templates (relative to ``root``).
     Anything else is a :class:`~stitchgen.errors.StitchgenError` naming it."""
     from .rendering import Templates
 
     module_name, _, attr = spec.partition(":")
+    if ":" not in spec:
+        directory = (root or Path.cwd()) / spec
+        if not directory.is_dir():
+            raise StitchgenError(
+                f"templates {spec!r}: no directory {directory} (name MODULE:ATTR or a directory)"
+            )
+        return Templates(str(directory))
     if not module_name or not attr:
         raise StitchgenError(f"templates {spec!r}: name MODULE:ATTR")
     if root is not None and str(root) not in sys.path:

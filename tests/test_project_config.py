@@ -97,3 +97,29 @@ def test_templates_that_are_not_a_templates_object_are_named(tmp_path, monkeypat
     (tmp_path / "wrong.py").write_text("VALUE = 3\n")
     assert main(["templates", "check", "--templates", "wrong:VALUE"]) == 2
     assert "wrong:VALUE': VALUE is a int, not a stitchgen.Templates" in capsys.readouterr().err
+
+
+def test_a_folder_with_only_templates_and_its_configuration(tmp_path, monkeypatch, capsys):
+    """``templates`` may name a directory: check, diff (on the specimen
+    graphs) and lock need no argument; golden says it has no cases."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "templates").mkdir()
+    (tmp_path / "templates" / "function.py.j2").write_text(
+        '{% extends "stitchgen/function.py.j2" %}\n{% block del %}\n{{ super() -}}\n'
+        "{% endblock %}\n{% block before_call %}\n    # piece\n{% endblock %}\n"
+    )
+    (tmp_path / "pyproject.toml").write_text('[tool.stitchgen]\ntemplates = "templates"\n')
+    assert main(["templates", "check"]) == 0
+    assert "templates check: " + str(tmp_path / "templates") + ": no problems" in (
+        capsys.readouterr().out
+    )
+    assert main(["templates", "diff"]) == 0
+    out, err = capsys.readouterr()
+    assert "previewing on stitchgen's specimen graphs" in err and "+        # piece" in out
+    assert main(["templates", "lock"]) == 0
+    assert (tmp_path / "templates" / "stitchgen.lock").is_file()
+    assert main(["golden", "--check"]) == 2
+    assert "no cases: name them with --cases" in capsys.readouterr().err
+    (tmp_path / "pyproject.toml").write_text('[tool.stitchgen]\ntemplates = "nope"\n')
+    assert main(["templates", "check"]) == 2
+    assert "templates 'nope': no directory" in capsys.readouterr().err

@@ -214,3 +214,56 @@ def previews(templates: Any) -> list[tuple[str, Callable[[Any], str]]]:
 
     built = {name: build() for name, build in SPECIMENS.items()}
     return [(f"specimen {n}", code(s)) for n, s in built.items() if s.fits(templates)]
+
+
+def rendered(templates: Any) -> tuple[list[str], list[str]]:
+    """``templates`` rendered on the specimens (``templates check``): the
+    problems (code that is not Python, one line each naming the specimen)
+    and the notes (an override that changes how many frees, piece calls or
+    returns a specimen gets, against the shipped templates of its variant)."""
+    from ..errors import StitchgenError
+    from ..rendering import Templates
+
+    problems, notes = [], []
+    shipped = Templates(variant=templates.variant)
+    for key, code in previews(templates):
+        try:
+            mine = code(templates)
+        except StitchgenError as exc:
+            problems.append(f"{key}: " + " ".join(t.strip() for t in str(exc).splitlines()))
+            continue
+        ours, theirs = _counts(code(shipped)), _counts(mine)
+        for what, count in theirs.items():
+            if count != ours[what]:
+                notes.append(
+                    f"note: {key}: your templates give {count} {what} where the shipped ones "
+                    f"give {ours[what]}"
+                )
+    return problems, notes
+
+
+def _counts(code: str) -> dict[str, int]:
+    """The frees (names deleted), piece calls and returns in ``code``. A
+    piece call is a call of a function the code defines or takes as a
+    parameter (an inlined piece, a bound one), or of an item of a list it
+    is given (vLLM's ``__vllm_submods__[i]``)."""
+    import ast
+
+    tree = ast.parse(code)
+    defined = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.FunctionDef):
+            defined.add(node.name)
+            defined.update(a.arg for a in (*node.args.args, *node.args.kwonlyargs))
+    frees = calls = returns = 0
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Delete):
+            frees += sum(len(t.elts) if isinstance(t, ast.Tuple) else 1 for t in node.targets)
+        elif isinstance(node, ast.Return):
+            returns += 1
+        elif isinstance(node, ast.Call):
+            func = node.func
+            calls += isinstance(func, ast.Subscript) or (
+                isinstance(func, ast.Name) and func.id in defined
+            )
+    return {"frees": frees, "piece calls": calls, "returns": returns}
