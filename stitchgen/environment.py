@@ -27,6 +27,7 @@ turn a string into "safe" text, and printed "safe" text is code. So:
 from __future__ import annotations
 
 import functools
+import os
 import traceback
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
@@ -44,7 +45,7 @@ from .errors import TemplateError
 from .filters import BlockText
 from .ir import CLASSES
 
-__all__ = ["build_environment", "template_error"]
+__all__ = ["Recording", "build_environment", "template_error", "written_by"]
 
 #: the key under which a render passes the program's names to ``finalize``
 NAMES_KEY = "stitchgen_names"
@@ -286,3 +287,65 @@ def template_error(exc: BaseException) -> TemplateError:
     unsafe = isinstance(exc, (_RawOutput, _Unsafe))
     kind = "unsafe output" if unsafe else type(exc).__name__
     return TemplateError(f"{where}: {kind}: {exc}", template=name, lineno=line)
+
+
+def written_by(
+    env: jinja2.Environment, dirs: Sequence[str], render: Callable[[jinja2.Environment], str]
+) -> list[tuple[str, int, str]]:
+    """Which line of your templates (the files under ``dirs``) wrote what:
+    ``render(env)`` runs once with every block of theirs (and each one's
+    top level) recording the text it writes as ``(file, line, text)``, the
+    line from Jinja's map of its compiled code back to the template, as
+    FX maps generated lines to nodes. ``env`` must be a fresh environment:
+    its templates are changed."""
+    import inspect
+
+    found: list[tuple[str, int, str]] = []
+
+    def record(template: jinja2.Template, gen: Any, chunk: str) -> None:
+        inner = gen
+        while inspect.isgenerator(getattr(inner, "gi_yieldfrom", None)):
+            inner = inner.gi_yieldfrom
+        frame = inner.gi_frame
+        if frame is not None and frame.f_code.co_filename == template.filename:
+            line = template.get_corresponding_lineno(frame.f_lineno)
+            found.append((template.filename or "", line, chunk))
+
+    def recording(fn: Callable[..., Any], template: jinja2.Template) -> Recording:
+        return Recording(fn, lambda gen, chunk: record(template, gen, chunk))
+
+    for directory in dirs:
+        for path in sorted(Path(directory).rglob("*.j2")):
+            try:
+                template = env.get_template(path.relative_to(directory).as_posix())
+            except jinja2.TemplateError:
+                continue
+            if template.filename is None or not os.path.samefile(template.filename, path):
+                continue  # a file an earlier directory overrides
+            for name, fn in list(template.blocks.items()):
+                template.blocks[name] = recording(fn, template)
+            template.root_render_func = recording(template.root_render_func, template)
+    render(env)
+    return found
+
+
+class Recording:
+    """A template's render function (a block's, or its top level's) that
+    hands ``seen(generator, chunk)`` each chunk it writes. It equals the
+    function it wraps, as Jinja's ``super()`` finds the calling block by
+    equality in the context's list of blocks."""
+
+    def __init__(self, fn: Callable[..., Any], seen: Callable[[Any, str], None]) -> None:
+        self.fn, self.seen = fn, seen
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Iterator[str]:
+        gen = self.fn(*args, **kwargs)
+        for chunk in gen:
+            self.seen(gen, chunk)
+            yield chunk
+
+    def __eq__(self, other: object) -> bool:
+        return other is self or other is self.fn
+
+    def __hash__(self) -> int:
+        return hash(self.fn)

@@ -309,7 +309,7 @@ def produce(gm: fx.GraphModule, options: Options, templates: Templates) -> Gener
     shipped = templates.builtin_in_effect
     program = _lower(gm, options, templates)
     code = render(program, format=options.format, templates=templates)
-    code_object = None if shipped else _compiled(code, program.name, templates)
+    code_object = None if shipped else _compiled(code, program, templates)
     # the children the lowering found (an opaque one's value is None: the caller binds it)
     defaults = {
         s.path: child
@@ -320,16 +320,14 @@ def produce(gm: fx.GraphModule, options: Options, templates: Templates) -> Gener
     return Generated(code, program.linkage, consts, program, defaults, templates, code_object)
 
 
-def _compiled(code: str, name: str, templates: Templates) -> types.CodeType:
-    """``code`` compiled, or a TemplateError naming the templates that wrote it
-    (black accepts some invalid programs, so formatting proves nothing)."""
+def _compiled(code: str, program: Program, templates: Templates) -> types.CodeType:
+    """``code`` compiled, or a TemplateError naming the template line that
+    wrote it (black accepts some invalid programs, so formatting proves nothing)."""
     try:
-        return compile_source(code, name)
+        return compile_source(code, program.name)
     except SyntaxError as exc:  # IndentationError included
-        lines = code.splitlines()
-        line = lines[exc.lineno - 1].strip() if exc.lineno and exc.lineno <= len(lines) else ""
-        detail = f": {exc.msg} at line {exc.lineno} of the source ({line[:80]!r})"
-        raise templates.invalid_source(detail) from exc
+        detail = f": {exc.msg} at line {exc.lineno}"
+        raise templates.invalid_source(detail, code, exc.lineno or 0, program) from exc
 
 
 def compile(

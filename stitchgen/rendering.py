@@ -230,13 +230,48 @@ class Templates:
             found.append(os.path.join(where, name))
         return " + ".join(found)
 
-    def invalid_source(self, detail: str) -> TemplateError:
-        """The error for rendered source that is not Python, naming the templates."""
-        where = self.describe()
-        return TemplateError(
-            f"{where}: the rendered source is not valid Python{detail}; check the templates in use",
-            template=where,
+    def invalid_source(
+        self, detail: str, source: str = "", lineno: int = 0, program: Program | None = None
+    ) -> TemplateError:
+        """The error for rendered source that is not Python: the line of your
+        templates that wrote the bad line (or the one before it), where a
+        render of ``program`` can tell; else the templates in use; then the
+        generated lines around line ``lineno`` of ``source``."""
+        lines = source.splitlines()
+        template, line, where = self.describe(), None, ""
+        if program is not None and 0 < lineno <= len(lines) and not self.builtin_in_effect:
+            wanted = [t.strip() for t in lines[max(lineno - 2, 0) : lineno] if t.strip()]
+            for file, at, text in reversed(self._written_by(program)):
+                matched = [t.strip() for t in text.splitlines() if t.strip() in wanted]
+                if matched and matched[-1]:
+                    at = _literal_line(file, at, matched[-1])
+                    template, line, where = file, at, f" (written by {file}:{at})"
+                    break
+        shown = "".join(
+            f"\n  {'>' if n == lineno else ' '} {n:4} | {lines[n - 1]}"
+            for n in range(max(lineno - 2, 1), min(lineno + 2, len(lines)) + 1)
         )
+        prefix = f"{template}:{line}" if line else template
+        return TemplateError(
+            f"{prefix}: the rendered source is not valid Python{detail}{where}; check the "
+            f"templates in use{shown}",
+            template=template,
+            lineno=line,
+        )
+
+    def _written_by(self, program: Program) -> list[tuple[str, int, str]]:
+        """What each line of your templates wrote for ``program``
+        (:func:`stitchgen.environment.written_by`, on an environment of its own)."""
+        from .environment import written_by
+
+        def render(env: Any) -> str:
+            shipped = self._shipped(_FUNCTION_TEMPLATE)
+            return self.through_jinja(program, shipped_function=shipped, env=env)
+
+        try:
+            return written_by(self._build(), self.dirs, render)
+        except Exception:  # the render itself fails: nothing to name
+            return []
 
     def render(self, program: Program, *, format: bool = False) -> str:
         """Source for ``program``; ``format=True`` gives black's formatting.
@@ -262,7 +297,7 @@ class Templates:
             except Unsure:
                 return _formatted(self._emit(program, black=False), self)
         source = self._render_templates(program)
-        return _formatted(source, self) if format else source
+        return _formatted(source, self, program) if format else source
 
     def _check_reserved(self, program: Program) -> None:
         """A program lowered without these templates' reserved names
@@ -365,7 +400,7 @@ class Templates:
                 self._rendered.popitem(last=False)
         return source
 
-    def through_jinja(self, program: Program, *, shipped_function: bool) -> str:
+    def through_jinja(self, program: Program, *, shipped_function: bool, env: Any = None) -> str:
         """``program`` rendered by Jinja from the entry template (no check,
         no cache); ``shipped_function=False`` renders each function through
         ``function.py.j2`` even where it is the shipped one (the lock's
@@ -379,7 +414,8 @@ class Templates:
             "emit": BlockText(emit, shipped_function=shipped_function),
         }
         try:
-            return self.environment.get_template(ENTRY_TEMPLATE).render(program=program, **context)
+            entry = (env or self.environment).get_template(ENTRY_TEMPLATE)
+            return entry.render(program=program, **context)
         except Exception as exc:
             raise template_error(exc) from exc
 
@@ -391,6 +427,16 @@ class Templates:
                 if path.is_file():
                     stamp.append((str(path), path.stat().st_mtime_ns))
         return tuple(stamp)
+
+
+def _literal_line(file: str, at: int, text: str) -> int:
+    """The line of ``file``, from ``at`` on, that holds ``text`` as it is
+    (Jinja maps a run of template text to the line it starts on); else ``at``."""
+    try:
+        lines = Path(file).read_text(encoding="utf-8").splitlines()
+    except (OSError, UnicodeDecodeError):
+        return at
+    return next((n for n in range(at, len(lines) + 1) if lines[n - 1].strip() == text), at)
 
 
 def _filter_names() -> frozenset[str]:
@@ -421,12 +467,19 @@ def resolve_templates(
     return _shared(dirs, templates)
 
 
-def _formatted(source: str, templates: Templates) -> str:
+def _formatted(source: str, templates: Templates, program: Program | None = None) -> str:
     from .formatting import format_source
 
     try:
         return format_source(source)
     except Exception as exc:  # black.InvalidInput and friends
+        import ast
+
+        try:  # the line Python refuses, where it does (black's own message otherwise)
+            compile(source, "<stitchgen>", "exec", ast.PyCF_ONLY_AST)
+        except SyntaxError as error:
+            detail = f": {error.msg} at line {error.lineno}"
+            raise templates.invalid_source(detail, source, error.lineno or 0, program) from exc
         raise templates.invalid_source(f" (black: {exc})") from exc
 
 

@@ -187,3 +187,32 @@ def test_check_notes_an_override_that_drops_the_frees(tmp_path, monkeypatch, cap
     assert "piece calls" not in err and "returns" not in err
     assert main(["templates", "diff", "mine"]) == 0
     assert "0 frees where the shipped ones give 1" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("format", [True, False])
+def test_code_that_is_not_python_names_the_template_line_that_wrote_it(tmp_path, format):
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    # the whitespace trap: -}} after super() eats the next line's indentation
+    (mine / "module.py.j2").write_text(
+        '{% extends "stitchgen/module.py.j2" %}\n{% block targets %}\n{{ super() -}}\n'
+        "    acme_calls = 1\n{% endblock %}\n"
+    )
+    _, specimen = _specimens(None)[0]
+    templates = stitchgen.Templates(str(mine))
+    with pytest.raises(stitchgen.TemplateError) as caught:
+        stitchgen.generate(specimen.gm, opaque=specimen.submods, templates=templates, format=format)
+    error = caught.value
+    assert (error.template, error.lineno) == (str(mine / "module.py.j2"), 4)
+    message = str(error)
+    assert message.startswith(f"{mine / 'module.py.j2'}:4: the rendered source is not valid")
+    assert "| acme_calls = 1\n" in message and "  >" in message  # the lines around it
+    # a line of a block of yours, inside each function
+    (mine / "module.py.j2").unlink()
+    (mine / "function.py.j2").write_text(
+        '{% extends "stitchgen/function.py.j2" %}\n{% block prologue %}\n'
+        "{# a comment #}\n    checked = (\n{% endblock %}\n"
+    )
+    with pytest.raises(stitchgen.TemplateError) as caught:
+        stitchgen.generate(specimen.gm, opaque=specimen.submods, templates=templates, format=format)
+    assert (caught.value.template, caught.value.lineno) == (str(mine / "function.py.j2"), 4)

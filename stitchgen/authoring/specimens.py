@@ -192,13 +192,9 @@ def _aliases(env: jinja2.Environment, name: str, filename: str | None) -> list[A
 
 def _recording(render: Any, sink: list[str]) -> Any:
     """A block's render function that also appends what it writes to ``sink``."""
+    from ..environment import Recording
 
-    def recorded(context: Any) -> Any:
-        text = "".join(render(context))
-        sink.append(text)
-        yield text
-
-    return recorded
+    return Recording(render, lambda gen, chunk: sink.append(chunk))
 
 
 def previews(templates: Any) -> list[tuple[str, Callable[[Any], str]]]:
