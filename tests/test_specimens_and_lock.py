@@ -216,3 +216,24 @@ def test_code_that_is_not_python_names_the_template_line_that_wrote_it(tmp_path,
     with pytest.raises(stitchgen.TemplateError) as caught:
         stitchgen.generate(specimen.gm, opaque=specimen.submods, templates=templates, format=format)
     assert (caught.value.template, caught.value.lineno) == (str(mine / "function.py.j2"), 4)
+
+
+@pytest.mark.parametrize("variant", ["profiled", "vllm"])
+def test_a_lock_over_a_variant_is_clean_until_something_changes(
+    variant, tmp_path, monkeypatch, capsys
+):
+    """No false alarm: the variant's own blocks (which call super()) record
+    and compare as they render."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "mine").mkdir()
+    (tmp_path / "mine" / "function.py.j2").write_text(
+        f'{{% extends "stitchgen/variants/{variant}/function.py.j2" %}}\n'
+        "{% block call %}\n{{ super() -}}\n{% endblock %}\n"
+        "{% block del %}\n{{ super() -}}\n{% endblock %}\n"
+    )
+    assert main(["templates", "lock", "mine", "--variant", variant]) == 0
+    assert main(["templates", "check", "mine", "--variant", variant]) == 0
+    assert "no problems" in capsys.readouterr().out
+    monkeypatch.setattr(emitter.Emitter, "del_", _wrapped(emitter.Emitter.del_, "\n", "  # 2\n"))
+    assert main(["templates", "check", "mine", "--variant", variant]) == 1
+    assert "+    del x  # 2\n" in capsys.readouterr().err
