@@ -285,10 +285,10 @@ def _diff(args: argparse.Namespace) -> int:
     changes, count = preview(cases, Templates(variant=mine.variant), mine)
     for change in changes:
         sys.stdout.write(change.diff)
-    if spec is None:
+    if getattr(args, "known", False) or not mine.check().problems:
         from .authoring.specimens import rendered
 
-        for note in rendered(mine)[1]:  # frees, piece calls, returns: the guarantees
+        for note in rendered(mine)[1]:  # frees, piece calls, returns: on the specimens
             print(note, file=sys.stderr)
     print(f"templates diff: {_where(mine)} changes {len(changes)} of {count} case(s)")
     return 0

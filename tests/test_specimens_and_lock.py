@@ -187,6 +187,12 @@ def test_check_notes_an_override_that_drops_the_frees(tmp_path, monkeypatch, cap
     assert "piece calls" not in err and "returns" not in err
     assert main(["templates", "diff", "mine"]) == 0
     assert "0 frees where the shipped ones give 1" in capsys.readouterr().err
+    (tmp_path / "cases.py").write_text(
+        "import torch.fx as fx\nCASES = {'inc': lambda: fx.symbolic_trace(lambda x: x + 1)}\n"
+    )
+    assert main(["templates", "diff", "mine", "--cases", "cases.py"]) == 0
+    out, err = capsys.readouterr()
+    assert "changes 1 of 1 case(s)" in out and "0 frees where the shipped ones give 1" in err
 
 
 @pytest.mark.parametrize("format", [True, False])
