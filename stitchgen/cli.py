@@ -174,19 +174,33 @@ def _templates(args: argparse.Namespace) -> Any:
         return Templates(dirs, variant=args.variant)
 
 
+def _outputs(templates: Any) -> Any:
+    """What the shipped blocks of ``templates``' variant write on the specimens
+    (:func:`stitchgen.authoring.specimens.emitted`, for the lock)."""
+    import functools
+
+    from .authoring.specimens import emitted
+
+    return functools.partial(emitted, templates.variant)
+
+
 def _report(args: argparse.Namespace, templates: Any) -> Any:
     """The templates' check, the stale overrides judged by what the shipped
     blocks write on the specimens too (rendering cannot lower them)."""
     import dataclasses
-    import functools
 
     from .authoring.lock import stale
-    from .authoring.specimens import emitted
 
     # from a DIR, the filters and globals your Python passes are not known
     report = templates.check(known=getattr(args, "known", False))
-    outputs = functools.partial(emitted, templates.variant)
-    return dataclasses.replace(report, stale=stale(_library(templates), templates.dirs, outputs))
+    found = stale(_library(templates), templates.dirs, _outputs(templates))
+    return dataclasses.replace(report, stale=found)
+
+
+def _renders(args: argparse.Namespace, templates: Any) -> bool:
+    """Can the specimens render with ``templates`` here? Not from a DIR whose
+    templates use filters or names of the project's own, which it does not bring."""
+    return getattr(args, "known", False) or not templates.check().problems
 
 
 def _problems(args: argparse.Namespace, templates: Any, stale: bool = False) -> bool:
@@ -229,7 +243,7 @@ def _check_templates(args: argparse.Namespace) -> int:
     templates = _templates(args)
     if _problems(args, templates, stale=True):
         return 1
-    if getattr(args, "known", False) or not templates.check().problems:
+    if _renders(args, templates):
         problems, notes = rendered(templates)  # what the specimens get: Python, the guarantees
     else:  # filters or names of the project's own, which a DIR does not bring
         problems, notes = (
@@ -285,7 +299,7 @@ def _diff(args: argparse.Namespace) -> int:
     changes, count = preview(cases, Templates(variant=mine.variant), mine)
     for change in changes:
         sys.stdout.write(change.diff)
-    if getattr(args, "known", False) or not mine.check().problems:
+    if _renders(args, mine):
         from .authoring.specimens import rendered
 
         for note in rendered(mine)[1]:  # frees, piece calls, returns: on the specimens
@@ -295,10 +309,7 @@ def _diff(args: argparse.Namespace) -> int:
 
 
 def _lock(args: argparse.Namespace) -> int:
-    import functools
-
     from .authoring.lock import write_lock
-    from .authoring.specimens import emitted
 
     templates = _templates(args)
     if _problems(args, templates):
@@ -307,8 +318,7 @@ def _lock(args: argparse.Namespace) -> int:
     if not templates.dirs:
         raise _Stop(args.prog, "no template directory to lock: name DIR or --templates", 2)
     for directory in templates.dirs:
-        outputs = functools.partial(emitted, templates.variant)
-        locked = write_lock(_library(templates), directory, outputs)
+        locked = write_lock(_library(templates), directory, _outputs(templates))
         names = ", ".join(f"{b.file} {b.block}" for b in locked) or "none"
         print(f"locked {len(locked)} overridden block(s) in {directory}: {names}")
     return 0

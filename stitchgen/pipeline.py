@@ -326,8 +326,7 @@ def _compiled(code: str, program: Program, templates: Templates) -> types.CodeTy
     try:
         return compile_source(code, program.name)
     except SyntaxError as exc:  # IndentationError included
-        detail = f": {exc.msg} at line {exc.lineno}"
-        raise templates.invalid_source(detail, code, exc.lineno or 0, program) from exc
+        raise templates.not_python(exc, code, program) from exc
 
 
 def compile(

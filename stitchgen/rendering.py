@@ -243,7 +243,7 @@ class Templates:
             wanted = [t.strip() for t in lines[max(lineno - 2, 0) : lineno] if t.strip()]
             for file, at, text in reversed(self._written_by(program)):
                 matched = [t.strip() for t in text.splitlines() if t.strip() in wanted]
-                if matched and matched[-1]:
+                if matched:
                     at = _literal_line(file, at, matched[-1])
                     template, line, where = file, at, f" (written by {file}:{at})"
                     break
@@ -258,6 +258,13 @@ class Templates:
             template=template,
             lineno=line,
         )
+
+    def not_python(
+        self, error: SyntaxError, source: str, program: Program | None = None
+    ) -> TemplateError:
+        """:meth:`invalid_source` for the line Python refused in ``source``."""
+        detail = f": {error.msg} at line {error.lineno}"
+        return self.invalid_source(detail, source, error.lineno or 0, program)
 
     def _written_by(self, program: Program) -> list[tuple[str, int, str]]:
         """What each line of your templates wrote for ``program``
@@ -478,8 +485,7 @@ def _formatted(source: str, templates: Templates, program: Program | None = None
         try:  # the line Python refuses, where it does (black's own message otherwise)
             compile(source, "<stitchgen>", "exec", ast.PyCF_ONLY_AST)
         except SyntaxError as error:
-            detail = f": {error.msg} at line {error.lineno}"
-            raise templates.invalid_source(detail, source, error.lineno or 0, program) from exc
+            raise templates.not_python(error, source, program) from exc
         raise templates.invalid_source(f" (black: {exc})") from exc
 
 
