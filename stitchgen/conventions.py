@@ -40,6 +40,7 @@ __all__ = [
     "ConstantPolicy",
     "Linkage",
     "NAME_FORMATS",
+    "PRIMITIVE_TYPES",
     "VLLM",
     "Convention",
     "convention_named",
@@ -74,8 +75,9 @@ def name_formats(overrides: Mapping[str, str] | None) -> dict[str, str]:
     return formats
 
 
-#: the exact types Python writes as literals (``ir.PRIMITIVE_TYPES``)
-_LITERAL_TYPES = (type(None), bool, int, float, complex, str, bytes, type(Ellipsis))
+#: The exact types that render as Python literals (see ``literals.py``):
+#: every convention writes them inline (``stitchgen.ir`` re-exports them)
+PRIMITIVE_TYPES = (type(None), bool, int, float, complex, str, bytes, type(Ellipsis))
 
 
 @record
@@ -122,7 +124,7 @@ class Convention(Record):
     #: name formats for the lowering (``NAME_FORMATS`` keys)
     names: Mapping[str, str] = field(default_factory=dict)
     #: how the values in arguments are written (inline, display, lifted)
-    constants: ConstantPolicy = field(default_factory=lambda: ConstantPolicy(_LITERAL_TYPES))
+    constants: ConstantPolicy = field(default_factory=lambda: ConstantPolicy(PRIMITIVE_TYPES))
     #: ``submod_names`` lists inlined children too (their binding is None)
     lists_inlined: bool = False
     #: does it have the boxed-inputs entry (one list argument, cleared)?
@@ -150,7 +152,7 @@ class Convention(Record):
         d["helpers"] = helpers
         d["refs"] = MappingProxyType(dict(refs or {}))
         d["names"] = MappingProxyType(dict(names or {}))
-        d["constants"] = constants if constants is not None else ConstantPolicy(_LITERAL_TYPES)
+        d["constants"] = constants if constants is not None else ConstantPolicy(PRIMITIVE_TYPES)
         d["lists_inlined"] = lists_inlined
         d["boxed"] = boxed
         d["submods_param"] = submods_param

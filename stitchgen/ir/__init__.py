@@ -34,7 +34,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import field
 from typing import Any, ClassVar
 
-from ..conventions import Linkage
+from ..conventions import PRIMITIVE_TYPES, Linkage
 from ..records import Record, Schema, record, schema_of
 
 # ==========================================================================
@@ -87,10 +87,6 @@ class Name(Node):
 
     def __init__(self, id: str) -> None:
         self.__dict__["id"] = id
-
-
-#: The exact types that render as Python literals (see ``literals.py``).
-PRIMITIVE_TYPES = (type(None), bool, int, float, complex, str, bytes, type(Ellipsis))
 
 
 @record
