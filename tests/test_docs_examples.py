@@ -100,7 +100,8 @@ def _givens(tmp_path, monkeypatch):
     namespace = {
         "split_gm": specimen.gm,
         "inputs": specimen.inputs,
-        "submods": {n: c for n, c in specimen.gm.named_children() if n == "submod_2"},
+        # what generate(split_gm) binds: the child that is not a GraphModule
+        "submods": {"submod_2": specimen.gm.submod_2},
         "submod_callables": dict(specimen.gm.named_children()),
         "traced_gm": make_fx(decoder(1))(*decoder_inputs(1)),
         "model": _Attention(),
@@ -116,7 +117,8 @@ def _givens(tmp_path, monkeypatch):
 def _run(text, where, namespace):
     """Run one Python example, then check what it built against its origin."""
     eager = namespace["model"]
-    namespace.pop("fn", None), namespace.pop("out", None)
+    for built in ("fn", "out"):
+        namespace.pop(built, None)
     exec(compile(ast.parse(text), where, "exec"), namespace)
     split_gm, inputs = namespace["split_gm"], namespace["inputs"]
     if "fn" in namespace:
