@@ -36,3 +36,14 @@ def assert_same(actual: Any, expected: Any, path: str = "output") -> None:
         assert repr(actual) == repr(expected), f"{path}: {actual!r} != {expected!r}"
     else:
         assert actual == expected, f"{path}: {actual!r} != {expected!r}"
+
+
+def assert_specimen_runs(specimen: Any, templates: Any) -> None:
+    """A specimen graph (``stitchgen.authoring.specimens``) compiled with
+    ``templates``, its opaque children bound, runs equal to its GraphModule."""
+    import stitchgen
+
+    submods = {name: getattr(specimen.gm, name) for name in specimen.submods}
+    fn = stitchgen.compile(specimen.gm, submods, templates=templates, **specimen.options)
+    args = [list(specimen.inputs)] if specimen.options.get("boxed") else specimen.inputs
+    assert_same(fn(*args), specimen.gm(*specimen.inputs))

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 import torch
-from oracle import assert_same
+from oracle import assert_same, assert_specimen_runs
 from torch.fx.experimental.proxy_tensor import make_fx
 
 import stitchgen
@@ -64,6 +64,13 @@ def _file(text):
     if named:
         return named.group(1)
     return re.search(r'extends "stitchgen/(?:variants/\w+/)?([\w.]+)"', text).group(1)
+
+
+def _write_templates(blocks, folder):
+    """Each Jinja example of a section, written into ``folder`` where it goes."""
+    for lang, text in blocks:
+        if lang == "jinja":
+            (folder / _file(text)).write_text(text)
 
 
 def _label(node_name):
@@ -156,9 +163,7 @@ def test_each_template_example_renders_code_equal_to_the_graphmodule(
     title, blocks, tmp_path, monkeypatch, capsys
 ):
     namespace = _givens(tmp_path, monkeypatch)
-    for lang, text in blocks:
-        if lang == "jinja":
-            (tmp_path / "templates" / _file(text)).write_text(text)
+    _write_templates(blocks, tmp_path / "templates")
     for lang, text in blocks:
         if lang == "python":
             try:
@@ -170,14 +175,10 @@ def test_each_template_example_renders_code_equal_to_the_graphmodule(
     if "templates" not in templates.dirs:  # the section's python names other dirs
         templates = Templates("templates")
     assert templates.check().problems == []
-    for name, build in SPECIMENS.items():
+    for build in SPECIMENS.values():
         specimen = build()
-        if not specimen.fits(templates):
-            continue
-        submods = {n: getattr(specimen.gm, n) for n in specimen.submods}
-        fn = stitchgen.compile(specimen.gm, submods, templates=templates, **specimen.options)
-        args = [list(specimen.inputs)] if specimen.options.get("boxed") else specimen.inputs
-        assert_same(fn(*args), specimen.gm(*specimen.inputs)), name
+        if specimen.fits(templates):
+            assert_specimen_runs(specimen, templates)
     capsys.readouterr()  # what the examples print
 
 
@@ -196,9 +197,7 @@ def test_the_python_only_examples_run_equal_to_the_graphmodule(tmp_path, monkeyp
 
 def test_example_3_wraps_the_entrys_piece_calls_only(tmp_path):
     _, blocks = next(s for s in DOCS_SECTIONS if s[0].startswith("3. Wrapping"))
-    for lang, text in blocks:
-        if lang == "jinja":
-            (tmp_path / _file(text)).write_text(text)
+    _write_templates(blocks, tmp_path)
     specimen = SPECIMENS["pieces"]()
     templates = Templates(str(tmp_path))
     code = stitchgen.generate(specimen.gm, opaque=specimen.submods, templates=templates).code
@@ -223,9 +222,7 @@ def test_each_readme_example_runs_equal_to_the_graphmodule(
     title, blocks, tmp_path, monkeypatch, capsys
 ):
     namespace = _givens(tmp_path, monkeypatch)
-    for lang, text in blocks:
-        if lang == "jinja":
-            (tmp_path / "templates" / _file(text)).write_text(text)
+    _write_templates(blocks, tmp_path / "templates")
     for lang, text in blocks:
         if _runnable(lang, text):
             _run(text, f"{README.name}: {title}", namespace)
