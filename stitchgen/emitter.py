@@ -65,6 +65,7 @@ __all__ = [
     "EMITTERS",
     "Emitter",
     "HEADER",
+    "HEADS",
     "INDENT",
     "ProfiledEmitter",
     "VllmEmitter",
@@ -516,6 +517,57 @@ class Emitter:
         """``return value`` (the ``return`` block)."""
         self.value(indent, "return ", stmt.value)
 
+    # -- control flow: statements with bodies, and what only they hold --------
+    # (a head writes a statement's lines before a body; the Jinja path nests
+    # the bodies through the templates' blocks: :data:`HEADS`)
+
+    def nested(self, body: Sequence[Any], indent: str) -> None:
+        """A nested body, one level in from ``indent`` (``pass`` for none)."""
+        if body:
+            self.statements(body, indent + INDENT)
+        else:
+            self.line(f"{indent}{INDENT}pass")
+
+    def if_(self, stmt: Any, indent: str) -> None:
+        """``if test:``, its body, and ``else:`` and its own (the ``if`` block)."""
+        self.if_head(stmt, indent)
+        self.nested(stmt.body, indent)
+        if stmt.orelse:
+            self.else_head(stmt, indent)
+            self.nested(stmt.orelse, indent)
+
+    def if_head(self, stmt: Any, indent: str) -> None:
+        self.line(f"{indent}if {self.writer.source(stmt.test)}:")
+
+    def else_head(self, stmt: Any, indent: str) -> None:
+        """``else:``, where the ``if`` has an ``orelse`` (else nothing)."""
+        if stmt.orelse:
+            self.line(f"{indent}else:")
+
+    def while_(self, stmt: Any, indent: str) -> None:
+        """The carried values bound, ``while True:`` and the body (the ``while`` block)."""
+        self.while_head(stmt, indent)
+        self.nested(stmt.body, indent)
+
+    def while_head(self, stmt: Any, indent: str) -> None:
+        if stmt.targets:
+            self.bind(indent, stmt.targets, stmt.inits)
+        self.line(f"{indent}while True:")
+
+    def break_(self, stmt: Any, indent: str) -> None:
+        """``if not test: break`` (the ``break`` block)."""
+        self.line(f"{indent}if not {self.writer.atom_source(stmt.test)}:")
+        self.line(f"{indent}{INDENT}break")
+
+    def rebind(self, stmt: Any, indent: str) -> None:
+        """``targets = values`` (the ``rebind`` block)."""
+        self.bind(indent, stmt.targets, stmt.values)
+
+    def bind(self, indent: str, targets: Sequence[str], values: Sequence[Any]) -> None:
+        """``a, b = x, y`` (``a = x`` for one)."""
+        names = ", ".join(name_items(targets))
+        self.line(f"{indent}{names} = {', '.join(self.writer.source(v) for v in values)}")
+
     def value(self, indent: str, head: str, value: object) -> None:
         brackets = _OPENING.get(type(value)) if self.black else None
         if brackets is None:
@@ -530,6 +582,10 @@ class Emitter:
             )
         )
 
+
+#: the methods that write a statement's lines around its bodies (the
+#: templates' ``emit.if_head(stmt)``; ``nested(stmt.body)`` writes the bodies)
+HEADS = ("if_head", "else_head", "while_head")
 
 #: by emitter class, the method (a plain function) that writes each of the
 #: IR's statement classes (a cache, safe to share: filled once per pair)

@@ -42,8 +42,9 @@ from markupsafe import Markup
 
 from .authoring.attributes import no_attribute
 from .errors import TemplateError
+from .emitter import INDENT
 from .filters import BlockText
-from .ir import CLASSES
+from .ir import CLASSES, Unbox
 
 __all__ = ["Recording", "build_environment", "template_error", "written_by"]
 
@@ -234,6 +235,47 @@ def _finalize(context: jinja2.runtime.Context, value: Any) -> Any:
     )
 
 
+def _statements_text(context: jinja2.runtime.Context, body: Sequence[Any]) -> str:
+    """Each statement of ``body`` through the block named for its kind
+    (``stmt.template``; ``statement`` where there is none, or for an
+    ``Unbox``, which only opens a function), between ``before_<kind>`` and
+    ``after_<kind>`` where those are defined, each seeing ``stmt``."""
+    blocks = context.blocks
+    out: list[str] = []
+    for stmt in body:
+        name = getattr(type(stmt), "template", None)
+        if not isinstance(name, str) or name not in blocks or type(stmt) is Unbox:
+            name = "statement"
+        scope = context.derived({"stmt": stmt})
+        for part in (f"before_{name}", name, f"after_{name}"):
+            found = blocks.get(part)
+            if found:
+                out.extend(found[0](scope))
+    return jinja2.utils.concat(out)
+
+
+@jinja2.pass_context
+def statements(context: jinja2.runtime.Context, body: Sequence[Any]) -> Markup:
+    """The template global ``statements(fn.statements)``: a body, each
+    statement written by its block at the blocks' own indentation."""
+    return Markup(_statements_text(context, body))
+
+
+@jinja2.pass_context
+def nested(context: jinja2.runtime.Context, body: Sequence[Any]) -> Markup:
+    """The template global ``nested(stmt.body)``: a statement's own body,
+    one level in (``pass`` for an empty one): each statement by its block,
+    as ``statements`` writes it, indented by the engine."""
+    if not body:
+        return Markup(f"{INDENT}{INDENT}pass\n")
+    text = _statements_text(context, body)
+    return Markup("".join(INDENT + s if s.strip() else s for s in text.splitlines(True)))
+
+
+#: the template globals that render statements through the blocks
+STATEMENT_GLOBALS = {"statements": statements, "nested": nested}
+
+
 def build_environment(
     builtin: Path,
     search: Sequence[str],
@@ -266,6 +308,7 @@ def build_environment(
     for name, fn in list(env.filters.items()):
         env.filters[name] = _guard(name, fn)
     env.filters.update({name: _strict(fn) for name, fn in filters.items()})
+    env.globals.update(STATEMENT_GLOBALS)
     env.globals.update(globals)
     return env
 

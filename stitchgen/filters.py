@@ -17,7 +17,7 @@ from typing import Any, cast
 
 from markupsafe import Markup
 
-from .emitter import INDENT, Emitter, Writer, comment_source, dotted_source, name_items
+from .emitter import HEADS, INDENT, Emitter, Writer, comment_source, dotted_source, name_items
 from .errors import TemplateError
 from .ir import STATEMENTS, Unbox, block_method
 from .literals import literal_source
@@ -185,13 +185,13 @@ def _statement_text(method: str) -> Callable[[BlockText, Any], Code]:
 
 
 # one method per statement kind, named by the one rule (``emit.getitem(stmt)``,
-# ``emit.del_(stmt)``): a kind's own methods above (``call``'s parts, the
-# ``unbox`` block's function-wide text) are kept
-for _kind in STATEMENTS:
-    _method = block_method(cast(Any, _kind).template)
+# ``emit.del_(stmt)``), and the heads of the statements with bodies (whose
+# bodies the template nests: ``emit.if_head(stmt)``): a kind's own methods
+# above (``call``'s parts, the ``unbox`` block's function-wide text) are kept
+for _method in [block_method(cast(Any, k).template) for k in STATEMENTS] + list(HEADS):
     if not hasattr(BlockText, _method):
         setattr(BlockText, _method, _statement_text(_method))
-del _kind, _method
+del _method
 
 
 def _ir(node: Any, method: str) -> Any:

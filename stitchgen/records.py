@@ -33,7 +33,11 @@ else:
         return lambda decorator: decorator
 
 
-__all__ = ["Record", "Schema", "record", "schema_of"]
+__all__ = ["BODY_ROLES", "Record", "Schema", "record", "schema_of"]
+
+#: the roles of fields that hold nested bodies (:mod:`stitchgen.ir`: ``BODY``,
+#: ``BRANCH``, ``LOOP``)
+BODY_ROLES = frozenset({"body", "branch", "loop"})
 
 T = TypeVar("T", bound=type)
 
@@ -45,9 +49,11 @@ class Schema:
     __slots__ = (
         "bodies",
         "compared",
+        "conditional",
         "deleting",
         "fields",
         "reading",
+        "rebinding",
         "roles",
         "shown",
         "writing",
@@ -73,6 +79,10 @@ class Schema:
         self.deleting = tuple(
             (n, role) for n, role in self.roles if role in ("deletes", "consumes")
         )
+        #: the fields holding locals a statement assigns again that the
+        #: statement around it binds (``rebinds``: an if's outputs, a loop's
+        #: carried values)
+        self.rebinding = tuple(n for n, role in self.roles if role == "rebinds")
         #: ``(field, role)`` for the fields a statement reads: expressions,
         #: and a local it consumes
         self.reading = tuple(
@@ -80,8 +90,15 @@ class Schema:
             for n, role in self.roles
             if role in ("expr", "exprs", "kwargs", "pairs", "consumes")
         )
-        #: the fields holding nested bodies (``body``: a tuple of statements)
-        self.bodies = tuple(n for n, role in self.roles if role == "body")
+        #: the fields holding nested bodies (a tuple of statements each):
+        #: ``body`` (runs once, always), ``branch`` (may not run), ``loop``
+        #: (may run any number of times)
+        self.bodies = tuple(n for n, role in self.roles if role in BODY_ROLES)
+        #: the nested bodies that may not run, or run more than once: what
+        #: they bind is theirs (freed inside them, unseen after the statement)
+        self.conditional = tuple(
+            n for n, role in self.roles if role in BODY_ROLES and role != "body"
+        )
 
 
 #: schemas by class (a cache, safe to share: a class's fields do not change)

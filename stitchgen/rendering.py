@@ -144,8 +144,11 @@ class Templates:
         if clash:
             raise ValueError(f"filters {clash} are stitchgen's own and cannot be replaced")
         self.filters = MappingProxyType(dict(filters or {}))
-        if globals and "emit" in globals:
-            raise ValueError("the template variable 'emit' is stitchgen's and cannot be replaced")
+        taken = sorted({"emit", "statements", "nested"} & set(globals or ()))
+        if taken:
+            raise ValueError(
+                f"the template variable {taken[0]!r} is stitchgen's and cannot be replaced"
+            )
         self.globals = MappingProxyType(dict(globals or {}))
         name_formats(names)  # refuses unknown keys now, not at the first generate
         self.names = MappingProxyType(dict(names or {}))

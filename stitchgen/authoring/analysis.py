@@ -25,8 +25,9 @@ import jinja2
 from jinja2 import nodes
 from jinja2.runtime import LoopContext
 
+from ..environment import STATEMENT_GLOBALS
 from ..filters import BlockText
-from ..ir import CLASSES, Program
+from ..ir import CLASSES, STATEMENTS, Program, Unbox
 from .attributes import closest, no_attribute, public_attributes
 from .report import Problem
 from .sources import Source, shipped_definer
@@ -198,6 +199,7 @@ class Walk:
             for child in node.nodes:
                 if not isinstance(child, nodes.TemplateData):
                     self._expr(child, ctx, local, src)
+                    self._dispatch(child, ctx, local)
         elif isinstance(node, nodes.Extends):
             pass
         else:
@@ -207,8 +209,44 @@ class Walk:
                 elif isinstance(inner_node, nodes.Expr):
                     self._expr(inner_node, ctx, local, src)
 
+    def _dispatch(self, expr: nodes.Node, ctx: dict[str, Any], local: dict[str, Any]) -> None:
+        """Where ``statements(body)`` or ``nested(body)`` is called: the
+        statement blocks it renders through, each seeing ``stmt`` as the
+        classes of ``body``'s items named for it (a kind's ``template``; the
+        generic ``statement`` block serves the rest), in the order the
+        templates define them."""
+        for call in [expr, *expr.find_all(nodes.Call)]:
+            if not (
+                isinstance(call, nodes.Call)
+                and isinstance(call.node, nodes.Name)
+                and call.node.name in STATEMENT_GLOBALS
+                and call.args
+            ):
+                continue
+            kinds = items_of(self._type(call.args[0], ctx, local))
+            by_block: dict[str, set[Any]] = {}
+            for cls in sorted(kinds or STATEMENTS, key=lambda c: c.__name__):
+                name = getattr(cls, "template", None)
+                if cls is Unbox or not isinstance(name, str) or self._definer(name) is None:
+                    name = "statement"
+                by_block.setdefault(name, set()).add(cls)
+            by_block.setdefault("statement", set())
+            scope = {**ctx, **local}
+
+            def defined_at(name: str) -> int:
+                definer = self._definer(name)
+                return definer.blocks[name].lineno if definer is not None else 0
+
+            for name in sorted(by_block, key=defined_at):
+                stmt = None if name == "statement" else frozenset(by_block[name])
+                for part in (f"before_{name}", name, f"after_{name}"):
+                    self._place(part, {**scope, "stmt": stmt})
+
     def _if(self, node: nodes.If, ctx: dict[str, Any], local: dict[str, Any],
             src: Source) -> None:  # fmt: skip
+        if isinstance(node.test, nodes.Const) and not node.test.value and not node.elif_:
+            self._body(node.else_, ctx, local, src)  # the body never renders
+            return
         rest = local
         branches = []
         for test, body in [(node.test, node.body)] + [(e.test, e.body) for e in node.elif_]:

@@ -35,7 +35,7 @@ from dataclasses import field
 from typing import Any, ClassVar
 
 from ..conventions import PRIMITIVE_TYPES, Linkage
-from ..records import Record, Schema, record, schema_of
+from ..records import BODY_ROLES, Record, Schema, record, schema_of
 
 # ==========================================================================
 # the base class and the expressions
@@ -52,10 +52,20 @@ DELETES = {"role": "deletes"}  # the locals a statement deletes
 #: the local a statement reads for the last time and ends (no ``del`` is
 #: written for it: a boxed function's list, emptied by its unpacking)
 CONSUMES = {"role": "consumes"}
-#: a nested body: a tuple of statements that run inside the statement (a
-#: branch, a loop, a ``with``); the walker maps them, and what they read and
-#: assign is the statement's own (no ``del`` is placed inside it)
+#: a nested body that runs once, always (a ``with``): a tuple of statements
+#: the walker maps; what they read and assign is the statement's own (no
+#: ``del`` is placed inside it)
 BODY = {"role": "body"}
+#: a nested body that may not run (an ``if``'s arms): what it binds is its
+#: own — freed inside it, never read after the statement — and what it
+#: reads from outside is freed after the statement, never inside it
+BRANCH = {"role": "branch"}
+#: a nested body that may run any number of times (a loop's): as
+#: ``BRANCH``, and nothing bound outside it is freed inside it
+LOOP = {"role": "loop"}
+#: the locals a statement assigns again that the statement around it binds
+#: (a :class:`Rebind`: an ``if``'s outputs, a loop's carried values)
+REBINDS = {"role": "rebinds"}
 
 #: the IR's classes by name (``from_json``), filled by ``Node``
 CLASSES: dict[str, type[Node]] = {}
@@ -402,9 +412,88 @@ class Unbox(Node):
         d["box"] = box
 
 
-Stmt = Assign | Call | UnpackCall | GetItem | Del | Return | Unbox
+# --------------------------------------------------------------------------
+# control flow: statements with bodies (what ``torch.cond`` and
+# ``while_loop`` are lowered to), and the two that only they hold
+
+
+@record
+class If(Node):
+    """``if test:`` ``body`` ``else:`` ``orelse``. Each arm may not run
+    (``BRANCH``); an ``if`` with ``targets`` (``torch.cond``'s outputs) binds
+    them in each arm, by the :class:`Rebind` that ends it."""
+
+    targets: tuple[str, ...] = field(metadata=TARGETS)
+    test: Expr = field(metadata=EXPR)
+    body: tuple[Stmt, ...] = field(metadata=BRANCH)
+    orelse: tuple[Stmt, ...] = field(default=(), metadata=BRANCH)
+    template: ClassVar[str] = "if"
+
+    def __init__(
+        self,
+        targets: tuple[str, ...],
+        test: Expr,
+        body: tuple[Stmt, ...],
+        orelse: tuple[Stmt, ...] = (),
+    ) -> None:
+        d = self.__dict__
+        d["targets"] = targets
+        d["test"] = test
+        d["body"] = body
+        d["orelse"] = orelse
+
+
+@record
+class While(Node):
+    """``targets = inits``, then ``while True:`` ``body`` (``LOOP``): the
+    body's :class:`Break` leaves the loop, its closing :class:`Rebind` gives
+    the carried ``targets`` their next values (``while_loop``'s)."""
+
+    targets: tuple[str, ...] = field(metadata=TARGETS)
+    inits: tuple[Expr, ...] = field(metadata=EXPRS)
+    body: tuple[Stmt, ...] = field(metadata=LOOP)
+    template: ClassVar[str] = "while"
+
+    def __init__(
+        self, targets: tuple[str, ...], inits: tuple[Expr, ...], body: tuple[Stmt, ...]
+    ) -> None:
+        d = self.__dict__
+        d["targets"] = targets
+        d["inits"] = inits
+        d["body"] = body
+
+
+@record
+class Break(Node):
+    """``if not test: break``: leaves the loop whose body holds it, unless
+    ``test`` holds (a bool, or a one-element tensor)."""
+
+    test: Expr = field(metadata=EXPR)
+    template: ClassVar[str] = "break"
+
+    def __init__(self, test: Expr) -> None:
+        self.__dict__["test"] = test
+
+
+@record
+class Rebind(Node):
+    """``targets = values``, where the statement whose body holds it binds
+    ``targets`` (``REBINDS``): the outputs of an :class:`If`'s arm, the next
+    carried values of a :class:`While`."""
+
+    targets: tuple[str, ...] = field(metadata=REBINDS)
+    values: tuple[Expr, ...] = field(metadata=EXPRS)
+    template: ClassVar[str] = "rebind"
+
+    def __init__(self, targets: tuple[str, ...], values: tuple[Expr, ...]) -> None:
+        d = self.__dict__
+        d["targets"] = targets
+        d["values"] = values
+
+
+Stmt = Assign | Call | UnpackCall | GetItem | Del | Return | Unbox | If | While | Break | Rebind
 #: what a function's body holds after its opening (:attr:`Function.statements`)
-BodyStmt = Assign | Call | UnpackCall | GetItem | Del | Return
+BodyStmt = Assign | Call | UnpackCall | GetItem | Del | Return | If | While | Break | Rebind
 
 #: every statement class, from the ``Stmt`` union
 STATEMENTS: tuple[type, ...] = typing.get_args(Stmt)
@@ -689,10 +778,10 @@ def map_stmt(
         if role == "target" or role == "consumes":
             if local is not None:
                 changes[name] = local(value)
-        elif role in ("targets", "deletes"):
+        elif role in ("targets", "deletes", "rebinds"):
             if local is not None:
                 changes[name] = _map_items(value, local)
-        elif role == "body":
+        elif role in BODY_ROLES:
             inner = nested or (lambda s: map_stmt(s, expr, local))
             changes[name] = _map_items(value, inner)
         elif expr is not None:
@@ -704,7 +793,7 @@ def map_stmt(
 def _map_body(body: tuple[Stmt, ...], fn: Callable[[Stmt], Iterable[Stmt]]) -> tuple[Stmt, ...]:
     out: list[Stmt] = []
     for stmt in body:
-        fields = _FLAT if type(stmt) in _FLAT_KINDS else _schema(type(stmt)).bodies
+        fields = _schema(type(stmt)).bodies
         if fields:  # its bodies first: fn sees the statement with them mapped
             stmt = _rebuilt(stmt, {f: _map_body(getattr(stmt, f), fn) for f in fields})
         out.extend(fn(stmt))
@@ -720,11 +809,6 @@ def map_bodies(program: Program, fn: Callable[[Stmt], Iterable[Stmt]]) -> Progra
     functions = tuple(_rebuilt(f, {"body": _map_body(f.body, fn)}) for f in program.functions)
     result: Program = _rebuilt(program, {"functions": _same_or(functions, program.functions)})
     return result
-
-
-#: the IR's own statement classes: none holds a body (tests/test_ir_walker.py)
-_FLAT_KINDS = frozenset(STATEMENTS)
-_FLAT: tuple[str, ...] = ()
 
 
 def program_names(program: Program) -> frozenset[str]:
@@ -749,7 +833,7 @@ def iter_statements(body: Sequence[Stmt]) -> Iterable[Stmt]:
     itself where no statement holds a body (the common case, without a
     generator)."""
     for stmt in body:
-        if type(stmt) not in _FLAT_KINDS and _schema(type(stmt)).bodies:
+        if _schema(type(stmt)).bodies:
             return _nested_statements(body)
     return body
 
@@ -757,8 +841,7 @@ def iter_statements(body: Sequence[Stmt]) -> Iterable[Stmt]:
 def _nested_statements(body: Iterable[Stmt]) -> Iterator[Stmt]:
     for stmt in body:
         yield stmt
-        fields = _FLAT if type(stmt) in _FLAT_KINDS else _schema(type(stmt)).bodies
-        for name in fields:
+        for name in _schema(type(stmt)).bodies:
             yield from _nested_statements(getattr(stmt, name))
 
 
@@ -805,16 +888,22 @@ def reads(stmt: Stmt) -> list[str]:
             for key, item in value:
                 _collect_names(key, out)
                 _collect_names(item, out)
-    for name in schema.bodies:  # its body's reads of what it did not assign
-        inner: set[str] = set()
-        for nested in getattr(stmt, name):
-            out.extend(n for n in reads(nested) if n not in inner)
-            inner.update(writes(nested))
+    if schema.bodies:  # its bodies' reads of what neither they nor it assign
+        own = set(writes(stmt))
+        for name in schema.bodies:
+            inner: set[str] = set()
+            for nested in getattr(stmt, name):
+                out.extend(n for n in reads(nested) if n not in inner and n not in own)
+                inner.update(writes(nested))
     return out
 
 
 def writes(stmt: Stmt) -> list[str]:
-    """Local names a statement assigns (its nested bodies' included), in order."""
+    """Local names a statement binds for the statements after it, in order:
+    its targets, and what its bodies that always run (``BODY``) assign.
+    What a ``BRANCH`` or ``LOOP`` body assigns is that body's own
+    (:func:`iter_statements` reaches it); a :class:`Rebind`'s targets are
+    the enclosing statement's."""
     schema = _schema(type(stmt))
     out: list[str] = []
     for name, role in schema.writing:
@@ -823,8 +912,9 @@ def writes(stmt: Stmt) -> list[str]:
         else:
             out.extend(getattr(stmt, name))
     for name in schema.bodies:
-        for nested in getattr(stmt, name):
-            out.extend(writes(nested))
+        if name not in schema.conditional:
+            for nested in getattr(stmt, name):
+                out.extend(writes(nested))
     return out
 
 
@@ -852,16 +942,20 @@ def defines(stmt: Stmt) -> str | None:
 # them here, not even for type checkers
 __all__ = [
     "BODY",
+    "BRANCH",
     "CLASSES",
     "CONSUMES",
     "DELETES",
     "EXPR",
     "EXPRS",
     "KWARGS",
+    "LOOP",
     "PAIRS",
+    "REBINDS",
     "TARGET",
     "TARGETS",
     "Assign",
+    "Break",
     "Call",
     "Callee",
     "Calling",
@@ -874,6 +968,7 @@ __all__ = [
     "FunctionRef",
     "GetItem",
     "GlobalRef",
+    "If",
     "ListExpr",
     "Literal",
     "MethodRef",
@@ -882,6 +977,7 @@ __all__ = [
     "PRIMITIVE_TYPES",
     "Param",
     "Program",
+    "Rebind",
     "Return",
     "STATEMENTS",
     "Schema",
@@ -894,6 +990,7 @@ __all__ = [
     "TupleExpr",
     "Unbox",
     "UnpackCall",
+    "While",
     "block_method",
     "defines",
     "deletes",

@@ -3,16 +3,20 @@
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from ..errors import ProgramError
+from ..records import schema_of
 from . import (
     STATEMENTS,
+    Break,
+    Del,
     ConstRef,
     Function,
     FunctionRef,
     Program,
+    Rebind,
     Return,
     Stmt,
     SubmodRef,
@@ -69,31 +73,120 @@ def _verify_function(
             fail(f"function {fn.name!r}: parameter {p.name!r} appears twice")
         seen.add(p.name)
         live.add(p.name)
-    for i, stmt in enumerate(fn.body):
-        at = f"function {fn.name!r}, statement {i} ({type(stmt).__name__})"
-        if not isinstance(stmt, STATEMENTS) and not _own_kind(stmt):
-            fail(f"{at}: not an IR statement (nor a dataclass whose class names a block)")
-        if type(stmt) is Unbox and i >= len(fn.opening):
-            fail(f"{at}: an Unbox opens its function, before any other statement")
-        for name in reads(stmt):
-            if name not in live:
-                state = "after its del" if name in seen else "before it is defined"
-                fail(f"{at}: reads {name!r} {state}")
-        for leaf in _leaves(stmt):
-            problem = _bad_ref(program, position, leaf)
-            if problem:
-                fail(f"{at}: {problem}")
-        for name in deletes(stmt):
-            if name not in live:
-                fail(f"{at}: deletes {name!r}, which is not live")
-            live.discard(name)
-        for name in writes(stmt):
-            if name in seen:
-                fail(f"{at}: assigns {name!r} a second time")
-            seen.add(name)
-            live.add(name)
+    scope = _Scope(program, position, fn, fail, seen)
+    scope.body(fn.body, live, f"function {fn.name!r}, statement ", None, "")
     if not fn.body or type(fn.body[-1]) is not Return:
         fail(f"function {fn.name!r} does not end with a return")
+
+
+class _Scope:
+    """One function's statements checked path by path: what is bound where
+    each runs, whatever its branches took (``live``), and every local
+    assigned so far (``seen``: assigned once)."""
+
+    def __init__(
+        self,
+        program: Program,
+        position: int,
+        fn: Function,
+        fail: Callable[[str], None],
+        seen: set[str],
+    ) -> None:
+        self.program, self.position, self.fn, self.fail = program, position, fn, fail
+        self.seen = seen
+        #: where each name bound inside a body that may not run was bound
+        self.inside: dict[str, str] = {}
+
+    def body(
+        self, body: Sequence[Stmt], live: set[str], where: str, owner: Any, role: str
+    ) -> set[str] | None:
+        """Check ``body`` (a function's, or the ``role`` body of ``owner``)
+        from ``live``, which it updates; what is bound where its ``Break``
+        leaves the loop (None: it has none)."""
+        fail, outer = self.fail, set(live) if role in ("branch", "loop") else set()
+        exits: set[str] | None = None
+        last = len(body) - 1
+        while last >= 0 and type(body[last]) is Del:
+            last -= 1
+        for i, stmt in enumerate(body):
+            kind = type(stmt)
+            at = f"{where}{i} ({kind.__name__})"
+            if not isinstance(stmt, STATEMENTS) and not _own_kind(stmt):
+                fail(f"{at}: not an IR statement (nor a dataclass whose class names a block)")
+            if kind is Unbox and (owner is not None or i >= len(self.fn.opening)):
+                fail(f"{at}: an Unbox opens its function, before any other statement")
+            if kind is Return and owner is not None:
+                fail(f"{at}: a Return inside a nested body")
+            if kind is Break and role != "loop":
+                fail(f"{at}: a Break outside a loop's body")
+            if kind is Rebind:
+                targets = getattr(owner, "targets", None)
+                if targets is None or tuple(stmt.targets) != tuple(targets) or i != last:
+                    fail(f"{at}: a Rebind ends a body of the statement whose targets it names")
+            for name in reads(stmt):
+                if name not in live:
+                    fail(f"{at}: reads {name!r} {self._state(name)}")
+            for leaf in _leaves(stmt):
+                problem = _bad_ref(self.program, self.position, leaf)
+                if problem:
+                    fail(f"{at}: {problem}")
+            for name in deletes(stmt):
+                if name not in live:
+                    fail(f"{at}: deletes {name!r}, which is {self._state(name)}")
+                if name in outer:
+                    fail(
+                        f"{at}: deletes {name!r}, bound outside this {role} body, inside it "
+                        "(another path, or the next iteration, reads or frees it)"
+                    )
+                live.discard(name)
+            if kind is Break:
+                exits = set(live) - outer
+            schema = schema_of(kind)
+            bound = writes(stmt)
+            if schema.bodies:  # what its bodies bind, they checked; its own targets here
+                live |= self._nested(stmt, schema, live, f"{where}{i}.")
+                bound = [n for f, role in schema.writing for n in _names(stmt, f, role)]
+            for name in bound:
+                if name in self.seen:
+                    fail(f"{at}: assigns {name!r} a second time")
+                self.seen.add(name)
+                live.add(name)
+        return exits
+
+    def _nested(self, stmt: Any, schema: Any, live: set[str], where: str) -> set[str]:
+        """Check ``stmt``'s bodies; the names they leave bound after it (a
+        loop's at its ``Break``; a body that always runs binds in ``live``)."""
+        after: set[str] = set()
+        targets = tuple(writes(stmt)) if hasattr(stmt, "targets") else ()
+        for name, role in schema.roles:
+            if role == "body":
+                self.body(getattr(stmt, name), live, f"{where}{name}.", stmt, role)
+            elif role in ("branch", "loop"):
+                inner = set(live) | (set(targets) if role == "loop" else set())
+                body = getattr(stmt, name)
+                if targets and not any(type(s) is Rebind for s in body):
+                    self.fail(
+                        f"{where[:-1]} ({type(stmt).__name__}): its {name} does not bind "
+                        f"{list(targets)} (a Rebind ends it)"
+                    )
+                before = set(self.seen)
+                exits = self.body(body, inner, f"{where}{name}.", stmt, role)
+                for bound in self.seen - before:
+                    self.inside[bound] = f"the {name} of {where[:-1]} ({type(stmt).__name__})"
+                if role == "loop" and exits is None:
+                    self.fail(f"{where[:-1]} ({type(stmt).__name__}): its {name} never breaks")
+                after |= exits or set()
+        return after
+
+    def _state(self, name: str) -> str:
+        if name in self.inside:
+            return f"bound only in {self.inside[name]}, not on every path"
+        return "after its del" if name in self.seen else "before it is defined"
+
+
+def _names(stmt: Any, field: str, role: str) -> list[str]:
+    value = getattr(stmt, field)
+    return [value] if role == "target" else list(value)
 
 
 def _own_kind(stmt: Any) -> bool:

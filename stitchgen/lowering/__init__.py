@@ -34,6 +34,7 @@ from typing import Any
 
 import torch
 import torch.fx as fx
+from torch._ops import HigherOrderOperator
 from torch.fx.immutable_collections import immutable_dict, immutable_list
 
 from ..conventions import CLOSURE, ConstantPolicy, Convention, name_formats
@@ -520,53 +521,136 @@ class Lowerer:
         self.decls = Declarations(formats)
         #: the children being lowered, innermost last (a recursion is an error)
         self._in_progress: list[int] = []
+        #: by higher-order operator node: how it is lowered (False: called, as any op)
+        self._plans: dict[fx.Node, Any] = {}
 
     # -- functions ------------------------------------------------------
 
     def function(self, gm: fx.GraphModule, prefix: str, name: str) -> Function:
-        graph = gm.graph
-        env: dict[fx.Node, Expr] = {}
         params: list[Param] = []
         body: list[Stmt] = []
-        returned = False
+        # the function's locals: its graph's node names, and those its
+        # subgraphs' nodes (lowered where they run) are given apart
+        names = Namespace({n.name for n in gm.graph.nodes})
+        result = self.statements(gm, prefix, {}, body, names, params)
+        body.append(Return(result))
+        return Function(name, tuple(params), tuple(body), origin=prefix.rstrip("."))
+
+    def statements(
+        self,
+        gm: fx.GraphModule,
+        prefix: str,
+        env: dict[fx.Node, Expr],
+        body: list[Stmt],
+        names: Namespace,
+        params: list[Param] | None = None,
+        operands: list[Expr] | None = None,
+    ) -> Expr:
+        """``gm``'s nodes lowered into ``body``; what its output node gives.
+        A function's graph takes ``params`` (its placeholders); its nodes
+        keep their names. A subgraph lowered where it runs (a ``cond``'s
+        branch, a loop's body) binds its placeholders to ``operands``, and
+        its nodes are named apart in ``names``, the function's locals."""
+        graph = gm.graph
+        result: Expr | None = None
         seen: set[str] = set()
-        absorbed: set[fx.Node] = set()  # getitems an UnpackCall assigns: no statement
+        #: nodes another statement assigns (an unpacked call's getitems, a
+        #: flow's outputs): no statement of their own, and their value
+        absorbed: dict[fx.Node, Expr] = {}
+        inputs = 0
         for node in graph.nodes:
-            if returned:
+            if result is not None:
                 raise CodegenError("node follows the graph's output node", node)
             local = node.name
             if local in seen:  # names are our SSA variables: they must be unique
                 raise CodegenError("another node of this graph has the same name", node)
             seen.add(local)
+            if operands is not None:
+                local = names.create(local)
             op = node.op
             if op == "call_function":  # the common case first
-                if node not in absorbed:
-                    body.append(self.call_function(node, env))
+                if node in absorbed:
+                    env[node] = absorbed[node]
+                    continue
+                if isinstance(node.target, HigherOrderOperator) and self.flows(gm, node):
+                    inlined = operands is not None
+                    flow = (gm, prefix, node, env, body, absorbed, names, local, inlined)
+                    env[node] = self.control(*flow)
+                    continue
+                body.append(self.call_function(node, env, local))
             elif op == "call_module":
-                stmt = self.call_module(gm, prefix, node, env)
-                if type(stmt) is UnpackCall:
-                    absorbed.update(node.users)  # one getitem per target, and nothing else
+                stmt = self.call_module(gm, prefix, node, env, local)
+                if type(stmt) is UnpackCall:  # one getitem per target, and nothing else
+                    absorbed.update({user: Name(user.name) for user in node.users})
                 body.append(stmt)
             elif op == "placeholder":
+                if operands is not None:  # (checked: as many plain inputs as operands)
+                    env[node] = operands[inputs]
+                    inputs += 1
+                    continue
+                assert params is not None
                 params.append(self.placeholder(node, env))
             elif op == "output":
                 if len(node.args) != 1 or node.kwargs:
                     raise CodegenError("output node must have exactly one argument", node)
-                body.append(Return(self.arg(node.args[0], node, env)))
-                returned = True
+                result = self.arg(node.args[0], node, env)
+                continue
             elif op == "get_attr":
-                body.append(Assign(node.name, self.get_attr(gm, node)))
+                if self.feeds_flow(gm, node):
+                    continue  # a subgraph lowered where it runs: no binding
+                body.append(Assign(local, self.get_attr(gm, node)))
             elif op == "call_method":
-                body.append(self.call_method(node, env))
+                body.append(self.call_method(node, env, local))
             else:
                 raise CodegenError(f"unsupported op {op!r}", node)
-            if op != "output":
-                env[node] = Name(local)
-        if not returned:
+            env[node] = Name(local)
+        if result is None:
             raise CodegenError(
                 f"graph of {prefix.rstrip('.') or 'the root module'} has no output node"
             )
-        return Function(name, tuple(params), tuple(body), origin=prefix.rstrip("."))
+        return result
+
+    # -- control flow: see :mod:`.control` (imported for such a graph only)
+
+    def flows(self, gm: fx.GraphModule, node: fx.Node) -> bool:
+        """Is ``node`` a higher-order operator lowered as code (a ``cond``,
+        a ``while_loop``, a subgraph call)?"""
+        plan = self._plans.get(node)
+        if plan is None:
+            from .control import plan_for
+
+            plan = self._plans[node] = plan_for(gm, node)
+        return plan is not False
+
+    def feeds_flow(self, gm: fx.GraphModule, node: fx.Node) -> bool:
+        """Is the ``get_attr`` ``node`` a subgraph read only by operators
+        lowered as code (it is then no binding of the code's)?"""
+        users = node.users
+        return bool(users) and all(
+            u.op == "call_function"
+            and isinstance(u.target, HigherOrderOperator)
+            and self.flows(gm, u)
+            for u in users
+        )
+
+    def control(
+        self,
+        gm: fx.GraphModule,
+        prefix: str,
+        node: fx.Node,
+        env: dict[fx.Node, Expr],
+        body: list[Stmt],
+        absorbed: dict[fx.Node, Expr],
+        names: Namespace,
+        local: str,
+        inlined: bool,
+    ) -> Expr:
+        """The higher-order operator ``node`` lowered into ``body`` (:mod:`.control`)."""
+        from .control import lower_flow
+
+        plan = self._plans[node]
+        flow = (gm, prefix, node, env, body, absorbed, names, local, inlined, plan)
+        return lower_flow(self, *flow)
 
     def placeholder(self, node: fx.Node, env: dict[fx.Node, Expr]) -> Param:
         target = node.target
@@ -590,7 +674,12 @@ class Lowerer:
         return self.decls.reference(value, hint=str(node.target))
 
     def call_module(
-        self, gm: fx.GraphModule, prefix: str, node: fx.Node, env: dict[fx.Node, Expr]
+        self,
+        gm: fx.GraphModule,
+        prefix: str,
+        node: fx.Node,
+        env: dict[fx.Node, Expr],
+        local: str = "",
     ) -> Call | UnpackCall:
         target = str(node.target)
         path = prefix + target
@@ -619,11 +708,11 @@ class Lowerer:
                 callee = decls.submod(path, child)
             else:
                 raise CodegenError(f"call_module target {target!r} is not callable", node)
-        if self.unpack and type(callee) is FunctionRef:
+        if self.unpack and type(callee) is FunctionRef and local == node.name:
             targets = self.unpack_targets(node, callee)
             if targets is not None:
                 return UnpackCall(targets, callee, args, kwargs, node.name, self.where(node))
-        return Call(node.name, callee, args, kwargs, node.name, self.where(node))
+        return Call(local or node.name, callee, args, kwargs, node.name, self.where(node))
 
     def unpack_targets(self, node: fx.Node, callee: FunctionRef) -> tuple[str, ...] | None:
         """The names of the getitems taking ``node``'s result apart, by item,
@@ -652,25 +741,30 @@ class Lowerer:
             names[index] = user.name
         return tuple(names)  # type: ignore[arg-type]  # size distinct indices: all named
 
-    def call_function(self, node: fx.Node, env: dict[fx.Node, Expr]) -> Stmt:
+    def call_function(self, node: fx.Node, env: dict[fx.Node, Expr], local: str = "") -> Stmt:
         target = node.target
+        local = local or node.name
         if target is operator.getitem and len(node.args) == 2 and not node.kwargs:
             obj = self.arg(node.args[0], node, env)
-            return GetItem(node.name, obj, self.arg(node.args[1], node, env), self.where(node))
+            index = self.arg(node.args[1], node, env)
+            if type(obj) is TupleExpr and type(index) is Literal and type(index.value) is int:
+                if -len(obj.items) <= index.value < len(obj.items):  # an item of a flow's outputs
+                    return Assign(local, obj.items[index.value])
+            return GetItem(local, obj, index, self.where(node))
         if not callable(target):
             raise CodegenError("call_function target is not callable", node)
         callee = self.decls.target_ref(target)
         kwargs = self.kwargs(node, env) if node.kwargs else ()
-        return Call(node.name, callee, self.args(node, env), kwargs, node.name, self.where(node))
+        return Call(local, callee, self.args(node, env), kwargs, node.name, self.where(node))
 
-    def call_method(self, node: fx.Node, env: dict[fx.Node, Expr]) -> Call:
+    def call_method(self, node: fx.Node, env: dict[fx.Node, Expr], local: str = "") -> Call:
         if not isinstance(node.target, str) or not node.args:
             raise CodegenError("call_method needs a method name and a receiver", node)
         receiver = self.arg(node.args[0], node, env)
         args = tuple(self.arg(a, node, env) for a in node.args[1:])
         method = MethodRef(receiver, node.target)
         kwargs = self.kwargs(node, env)
-        return Call(node.name, method, args, kwargs, node.name, self.where(node))
+        return Call(local or node.name, method, args, kwargs, node.name, self.where(node))
 
     def where(self, node: fx.Node) -> str:
         """``node``'s source location (with ``source_lines``), else ``""``."""

@@ -53,6 +53,7 @@ from ..identifiers import (
     is_identifier,
 )
 from ..ir import (
+    Break,
     Call,
     Calling,
     ConstDecl,
@@ -71,6 +72,7 @@ from ..ir import (
     TargetDecl,
     TargetRef,
     deletes,
+    iter_statements,
     map_bodies,
     map_expr,
     map_stmt,
@@ -158,7 +160,13 @@ def bind_targets(program: Program) -> Program:
 # * never for a local a statement consumes (an ``Unbox``'s list: emptied, it
 #   holds nothing).
 #
-# Locals are single-assignment (FX node names), so a name's last use is
+# Bodies that may not run, or run again (``BRANCH``, ``LOOP``: an ``if``'s
+# arms, a loop's body), are scopes of their own: what one binds is freed
+# inside it, on the path that bound it; what it reads from outside is freed
+# after the statement that holds it, never inside (another arm, or the next
+# iteration, may read it). A loop's :class:`~stitchgen.ir.Break` leaves with
+# what the body bound before it still bound: those are freed right after the
+# loop. Locals are single-assignment (FX node names), so a name's last use is
 # unambiguous. Names in one ``Del`` appear in the order they were defined.
 
 
@@ -170,34 +178,77 @@ def insert_dels(program: Program) -> Program:
 
 def place_dels(fn: Function) -> Function:
     """``fn`` with a del right after each local's last use (existing dels replaced)."""
-    body = [stmt for stmt in fn.body if type(stmt) is not Del]
+    body, _ = _place(fn.body, [p.name for p in fn.params])
+    return dataclasses.replace(fn, body=tuple(body))
+
+
+#: by statement class: (does it consume a local?, its conditional bodies,
+#: its bodies that always run) — a cache, safe to share
+_KINDS: dict[type, tuple[bool, tuple[str, ...], tuple[str, ...]]] = {}
+
+
+def _kind(cls: type) -> tuple[bool, tuple[str, ...], tuple[str, ...]]:
+    known = _KINDS.get(cls)
+    if known is None:
+        schema = schema_of(cls)
+        always = tuple(n for n in schema.bodies if n not in schema.conditional)
+        known = _KINDS[cls] = (bool(schema.deleting), schema.conditional, always)
+    return known
+
+
+def _place(
+    stmts: tuple[Stmt, ...], params: Sequence[str] = (), frees: bool = True
+) -> tuple[list[Stmt], list[str]]:
+    """One body with its dels placed (``frees=False``: a body that always
+    runs, whose locals its statement's scope frees), and the locals still
+    bound where a :class:`~stitchgen.ir.Break` of it leaves the loop."""
+    body: list[Stmt] = []
+    for stmt in stmts:
+        if type(stmt) is Del:
+            continue
+        consuming, conditional, always = _kind(type(stmt))
+        if conditional or always:  # its bodies first: their own dels, their exits
+            changes: dict[str, Any] = {}
+            exits: list[str] = []
+            for name in conditional:
+                changes[name], left = _place(getattr(stmt, name))
+                exits += left
+            for name in always:
+                changes[name], _ = _place(getattr(stmt, name), frees=False)
+            stmt = dataclasses.replace(stmt, **changes)
+            if exits:  # bound after the loop: freed right after it, as unread
+                stmt = _Exits(stmt, tuple(exits))
+        body.append(stmt)
     order: dict[str, int] = {}  # name -> definition order
     position: dict[str, int] = {}  # name -> index of the statement after which it dies
-    for param in fn.params:
-        order[param.name] = len(order)
-        position[param.name] = -1
+    for name in params:
+        order[name] = len(order)
+        position[name] = -1
     keep: set[str] = set()
-    consumes: dict[type, bool] = {}  # by statement class: does it consume a local?
     for i, stmt in enumerate(body):
         kind = type(stmt)
+        if kind is _Exits:
+            for name in stmt.names:
+                order.setdefault(name, len(order))
+                position.setdefault(name, i)
+            stmt = body[i] = stmt.stmt
+            kind = type(stmt)
         if kind is Return:
             keep.update(reads(stmt))
             continue
         for name in reads(stmt):
             position[name] = i
-        consuming = consumes.get(kind)
-        if consuming is None:
-            consuming = consumes[kind] = bool(schema_of(kind).deleting)
-        if consuming:  # (Dels are gone): what it consumes needs no del
+        if _kind(kind)[0]:  # (Dels are gone): what it consumes needs no del
             keep.update(deletes(stmt))
         for target in writes(stmt):
             if target not in order:
                 order[target] = len(order)
                 position.setdefault(target, i)
     dies_after: dict[int, list[str]] = {}
-    for name, index in position.items():
-        if name not in keep and name in order:
-            dies_after.setdefault(index, []).append(name)
+    if frees:
+        for name, index in position.items():
+            if name not in keep and name in order:
+                dies_after.setdefault(index, []).append(name)
     key = order.__getitem__
     out: list[Stmt] = []
     if -1 in dies_after:
@@ -207,7 +258,29 @@ def place_dels(fn: Function) -> Function:
         dies = dies_after.get(i)
         if dies is not None:
             out.append(Del(tuple(sorted(dies, key=key))))
-    return dataclasses.replace(fn, body=tuple(out))
+    return out, _bound_at_break(out, key) if any(type(s) is Break for s in body) else []
+
+
+def _bound_at_break(body: list[Stmt], key: Callable[[str], int]) -> list[str]:
+    """The locals ``body`` (a loop's, its dels placed) has bound where its
+    :class:`~stitchgen.ir.Break` leaves the loop."""
+    bound: set[str] = set()
+    for stmt in body:
+        if type(stmt) is Break:
+            break
+        bound.update(writes(stmt))
+        bound.difference_update(deletes(stmt))
+    return sorted(bound, key=key)
+
+
+class _Exits:
+    """A loop statement, and the locals its body leaves bound (the liveness
+    pass's own mark, gone before its result)."""
+
+    __slots__ = ("names", "stmt")
+
+    def __init__(self, stmt: Stmt, names: tuple[str, ...]) -> None:
+        self.stmt, self.names = stmt, names
 
 
 # ==========================================================================
@@ -288,7 +361,7 @@ def assign_names(program: Program) -> Program:
     )
     functions = []
     for fn, (ns, names, fn_params) in zip(program.functions, local_scopes, strict=True):
-        for stmt in fn.body:
+        for stmt in iter_statements(fn.body):  # nested bodies' locals too
             for target in writes(stmt):
                 if target not in names:
                     names[target] = ns.create(target)

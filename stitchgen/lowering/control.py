@@ -1,0 +1,267 @@
+"""Control flow lowered as code: the higher-order operators whose subgraphs
+are ``GraphModule``s reached by ``get_attr``.
+
+* ``cond(pred, true_fn, false_fn, operands)`` → an :class:`~stitchgen.ir.If`:
+  each branch's nodes lowered where they run (its inputs are the operands),
+  ending in a :class:`~stitchgen.ir.Rebind` of the outputs the ``cond``'s
+  users read;
+* ``while_loop(cond_fn, body_fn, carried_inputs, additional_inputs)`` → a
+  :class:`~stitchgen.ir.While`: the carried values bound once, then the
+  condition's nodes and a :class:`~stitchgen.ir.Break` before each
+  iteration, the body's nodes and a ``Rebind`` of the carried values;
+* ``invoke_subgraph(subgraph, identifier, *operands)`` and
+  ``wrap(fn, *args)`` → a call of the subgraph as one function of the
+  program, written once and called at every site (twins share one).
+
+Any other operator with subgraphs, or one of these in a form this module
+does not know (another signature, a subgraph with hooks or a calling
+convention of its own), is called as any operator is: :func:`plan_for`
+says which. Imported by the lowering for a graph holding a higher-order
+operator only.
+"""
+
+from __future__ import annotations
+
+import operator
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+import torch
+import torch.fx as fx
+
+from ..identifiers import Namespace
+from ..ir import (
+    Break,
+    Call,
+    Expr,
+    If,
+    ListExpr,
+    Name,
+    Rebind,
+    Stmt,
+    TupleExpr,
+    UnpackCall,
+    While,
+)
+from ..records import Record, record
+from . import fetch_attr, is_inlinable
+
+if TYPE_CHECKING:
+    from . import Lowerer
+
+__all__ = ["LOWERED", "Plan", "lower_flow", "plan_for"]
+
+#: the higher-order operators lowered as code (by ``torch.ops.higher_order`` name)
+LOWERED = ("cond", "while_loop", "invoke_subgraph", "wrap")
+
+_Subgraph = tuple[str, fx.GraphModule]
+
+
+@record
+class Plan(Record):
+    """How one operator node is lowered: its ``kind`` (a name of
+    :data:`LOWERED`), its subgraphs (``(attribute, module)``, in the
+    operator's order), its operands as FX arguments and, for a ``cond`` or
+    a ``while_loop``, how many outputs it has (None: one value, not a tuple)."""
+
+    kind: str
+    subgraphs: tuple[_Subgraph, ...]
+    operands: tuple[Any, ...]
+    width: int | None
+
+    def __init__(
+        self,
+        kind: str,
+        subgraphs: tuple[_Subgraph, ...],
+        operands: tuple[Any, ...],
+        width: int | None,
+    ) -> None:
+        d = self.__dict__
+        d["kind"] = kind
+        d["subgraphs"] = subgraphs
+        d["operands"] = operands
+        d["width"] = width
+
+
+def plan_for(gm: fx.GraphModule, node: fx.Node) -> Plan | bool:
+    """How ``node`` (a higher-order operator of ``gm``'s graph) is lowered,
+    or False where it is called as any operator is."""
+    target = node.target
+    name = getattr(target, "name", lambda: "")()
+    if name not in LOWERED or getattr(torch.ops.higher_order, name, None) is not target:
+        return False
+    args, kwargs = node.args, node.kwargs
+    plan: Plan | None = None
+    if name == "cond" and len(args) == 4 and not kwargs and _sequence(args[3]):
+        subgraphs = _subgraphs(gm, args[1:3], len(args[3]))
+        if subgraphs is not None:
+            shapes = {_shape(child) for _, child in subgraphs}
+            if len(shapes) == 1 and "list" not in shapes:
+                plan = Plan(name, subgraphs, tuple(args[3]), shapes.pop())  # type: ignore[arg-type]
+    elif name == "while_loop" and len(args) == 4 and not kwargs:
+        carried, additional = args[2], args[3]
+        if _sequence(carried) and _sequence(additional) and carried:
+            subgraphs = _subgraphs(gm, args[:2], len(carried) + len(additional))
+            if (
+                subgraphs is not None
+                and _shape(subgraphs[0][1]) in (None, 1)  # one value: the condition
+                and _shape(subgraphs[1][1]) == len(carried)
+            ):
+                plan = Plan(name, subgraphs, (*carried, *additional), len(carried))
+    elif name == "invoke_subgraph" and len(args) >= 2 and not kwargs:
+        operands = args[2:]
+        if len(operands) == 1 and _sequence(operands[0]):  # the older form: one tuple
+            operands = tuple(operands[0])
+        subgraphs = _subgraphs(gm, args[:1], len(operands))
+        if subgraphs is not None and not getattr(subgraphs[0][1], "_boxed_call", False):
+            plan = Plan(name, subgraphs, tuple(operands), None)
+    elif name == "wrap" and args and not kwargs:
+        subgraphs = _subgraphs(gm, args[:1], len(args) - 1)
+        if subgraphs is not None:
+            plan = Plan(name, subgraphs, tuple(args[1:]), None)
+    if plan is None or any(_attribute(a) for a in plan.operands):
+        return False  # (an attribute as an operand: its get_attr must stay a binding)
+    return plan
+
+
+def _sequence(value: Any) -> bool:
+    return isinstance(value, (tuple, list))
+
+
+def _attribute(value: Any) -> bool:
+    return isinstance(value, fx.Node) and value.op == "get_attr"
+
+
+def _subgraphs(
+    gm: fx.GraphModule, args: Sequence[Any], inputs: int
+) -> tuple[_Subgraph, ...] | None:
+    """Each of ``args`` as a subgraph (a ``get_attr`` of an inlinable
+    ``GraphModule`` taking ``inputs`` plain inputs), or None."""
+    found = []
+    for arg in args:
+        if not _attribute(arg):
+            return None
+        try:
+            child = fetch_attr(gm, str(arg.target))
+        except AttributeError:
+            return None
+        if not is_inlinable(child):
+            return None
+        placeholders = child.graph.find_nodes(op="placeholder")
+        plain = all(not p.args and str(p.target)[:1] != "*" for p in placeholders)
+        if len(placeholders) != inputs or not plain:
+            return None
+        found.append((str(arg.target), child))
+    return tuple(found)
+
+
+def _shape(child: fx.GraphModule) -> int | str | None:
+    """What a subgraph returns: a tuple's length, ``"list"`` for a list (not
+    lowered), None for one value."""
+    value = child.graph.find_nodes(op="output")[0].args[0]
+    if type(value) is tuple:
+        return len(value)
+    return "list" if _sequence(value) else None
+
+
+# --------------------------------------------------------------------------
+# the lowering
+
+
+def lower_flow(
+    lowerer: Lowerer,
+    gm: fx.GraphModule,
+    prefix: str,
+    node: fx.Node,
+    env: dict[fx.Node, Expr],
+    body: list[Stmt],
+    absorbed: dict[fx.Node, Expr],
+    names: Namespace,
+    local: str,
+    inlined: bool,
+    plan: Plan,
+) -> Expr:
+    """``node`` lowered by its ``plan`` into ``body`` (the statements of the
+    function being lowered, named apart in ``names``; ``local`` is the
+    node's own local, ``inlined`` whether its graph is a subgraph lowered
+    where it runs); its value for the nodes that read it."""
+    operands = [lowerer.arg(a, node, env) for a in plan.operands]
+    if plan.kind in ("invoke_subgraph", "wrap"):
+        attribute, child = plan.subgraphs[0]
+        callee = lowerer.inline(child, prefix + attribute, node)
+        where = lowerer.where(node)
+        if lowerer.unpack and not inlined:
+            targets = lowerer.unpack_targets(node, callee)
+            if targets is not None:
+                absorbed.update({user: Name(user.name) for user in node.users})
+                body.append(UnpackCall(targets, callee, tuple(operands), (), node.name, where))
+                return Name(local)  # (read by the absorbed getitems only)
+        body.append(Call(local, callee, tuple(operands), (), node.name, where))
+        return Name(local)
+    targets = _targets(node, plan.width, names, local, inlined, absorbed)
+    if plan.kind == "cond":
+        arms = []
+        for attribute, child in plan.subgraphs:
+            arm: list[Stmt] = []
+            out = lowerer.statements(child, f"{prefix}{attribute}.", {}, arm, names, None, operands)
+            arm.append(Rebind(targets, _items(out, plan.width)))
+            arms.append(tuple(arm))
+        test = lowerer.arg(node.args[0], node, env)
+        body.append(If(targets, test, arms[0], arms[1]))
+    else:  # while_loop: the carried values, then the condition and the body each iteration
+        carried = len(targets)
+        inputs = [*(Name(t) for t in targets), *operands[carried:]]
+        (test_attr, test_gm), (body_attr, body_gm) = plan.subgraphs
+        loop: list[Stmt] = []
+        test = lowerer.statements(test_gm, f"{prefix}{test_attr}.", {}, loop, names, None, inputs)
+        loop.append(Break(_items(test, 1)[0]))  # its one value, or a one-tuple's
+        out = lowerer.statements(body_gm, f"{prefix}{body_attr}.", {}, loop, names, None, inputs)
+        loop.append(Rebind(targets, _items(out, carried)))
+        body.append(While(targets, tuple(operands[:carried]), tuple(loop)))
+    if plan.width is None:
+        return Name(targets[0])
+    return TupleExpr(tuple(Name(t) for t in targets))
+
+
+def _items(value: Expr, width: int | None) -> tuple[Expr, ...]:
+    """A subgraph's output as the values it gives: a tuple's items, or itself."""
+    if width is not None and type(value) in (TupleExpr, ListExpr):
+        return tuple(value.items)  # type: ignore[union-attr]
+    return (value,)
+
+
+def _targets(
+    node: fx.Node,
+    width: int | None,
+    names: Namespace,
+    local: str,
+    inlined: bool,
+    absorbed: dict[fx.Node, Expr],
+) -> tuple[str, ...]:
+    """The locals a ``cond``'s or a loop's outputs are bound to: the name of
+    the one ``getitem`` that reads an item (which is then no statement of
+    its own), else a fresh one (``cond_0``); the node's own for one value."""
+    if width is None:
+        return (local,)
+    readers: dict[int, list[fx.Node]] = {}
+    for user in node.users:
+        if (
+            user.op == "call_function"
+            and user.target is operator.getitem
+            and len(user.args) == 2
+            and not user.kwargs
+            and type(user.args[1]) is int
+            and 0 <= user.args[1] < width
+        ):
+            readers.setdefault(user.args[1], []).append(user)
+    targets = []
+    for i in range(width):
+        users = readers.get(i, [])
+        if len(users) == 1:
+            user = users[0]
+            name = names.create(user.name) if inlined else user.name
+            absorbed[user] = Name(name)
+        else:
+            name = names.create(f"{node.name}_{i}")
+        targets.append(name)
+    return tuple(targets)
