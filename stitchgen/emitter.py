@@ -27,6 +27,10 @@ text (it holds the templates' structure and whitespace to ``render``).
 (:mod:`stitchgen.layout` splits the long lines), so ``format=True`` costs no
 black run; a line outside the shapes ``layout`` knows raises
 :class:`~stitchgen.layout.Unsure`, and the caller runs black instead.
+
+The module runs past 800 lines for that reason: it is the one source of
+the shipped templates' text, every statement kind's included, and the
+fast path pays one import for all.
 """
 
 from __future__ import annotations
@@ -286,8 +290,11 @@ class Emitter:
         black: bool = False,
         writer: Writer | None = None,
         options: Mapping[str, Any] | None = None,
+        kinds: Mapping[type, Callable[..., None]] | None = None,
     ) -> None:
         self.program = program
+        #: the writers of statement kinds of yours (``Templates(kinds=...)``)
+        self.kinds = kinds or {}
         self.black = black
         #: black's layout (``layout.py``), where ``black`` asks for it
         self.layout: Any = _layout() if black else None
@@ -438,8 +445,8 @@ class Emitter:
         for stmt in body:
             method = methods.get(type(stmt))
             if method is None:
-                method = _method_for(type(self), type(stmt))
-                if type(stmt) in _IR_KINDS:  # a kind of your own is looked up each time
+                method = self.kinds.get(type(stmt)) or _method_for(type(self), type(stmt))
+                if type(stmt) in _IR_KINDS:  # a kind of yours is this emitter's own
                     methods[type(stmt)] = method
             method(self, stmt, indent)
 
@@ -545,13 +552,11 @@ class Emitter:
             self.line(f"{indent}else:")
 
     def while_(self, stmt: Any, indent: str) -> None:
-        """The carried values bound, ``while True:`` and the body (the ``while`` block)."""
+        """``while True:`` and the body (the ``while`` block)."""
         self.while_head(stmt, indent)
         self.nested(stmt.body, indent)
 
     def while_head(self, stmt: Any, indent: str) -> None:
-        if stmt.targets:
-            self.bind(indent, stmt.targets, stmt.inits)
         self.line(f"{indent}while True:")
 
     def break_(self, stmt: Any, indent: str) -> None:
@@ -560,13 +565,9 @@ class Emitter:
         self.line(f"{indent}{INDENT}break")
 
     def rebind(self, stmt: Any, indent: str) -> None:
-        """``targets = values`` (the ``rebind`` block)."""
-        self.bind(indent, stmt.targets, stmt.values)
-
-    def bind(self, indent: str, targets: Sequence[str], values: Sequence[Any]) -> None:
-        """``a, b = x, y`` (``a = x`` for one)."""
-        names = ", ".join(name_items(targets))
-        self.line(f"{indent}{names} = {', '.join(self.writer.source(v) for v in values)}")
+        """``a, b = x, y`` (``a = x`` for one: the ``rebind`` block)."""
+        names = ", ".join(name_items(stmt.targets))
+        self.line(f"{indent}{names} = {', '.join(map(self.writer.source, stmt.values))}")
 
     def value(self, indent: str, head: str, value: object) -> None:
         brackets = _OPENING.get(type(value)) if self.black else None
@@ -594,19 +595,21 @@ _IR_KINDS = frozenset(STATEMENTS)
 
 
 def _method_for(emitter: type[Emitter], kind: type) -> Callable[[Any, Any, str], None]:
-    """The method of ``emitter`` that writes a ``kind`` statement: named for
-    the block the class names (:func:`~stitchgen.ir.block_method`), else a
-    :class:`TemplateError` naming the kind."""
+    """The method of ``emitter`` that writes a ``kind`` statement of the
+    IR's: named for the block the class names
+    (:func:`~stitchgen.ir.block_method`); for any other kind (one of yours
+    not registered with ``Templates(kinds=...)``), a :class:`TemplateError`
+    naming it."""
     block = getattr(kind, "template", None)
     name = block_method(block) if isinstance(block, str) else ""
-    method = getattr(emitter, name, None) if name else None
+    method = getattr(emitter, name, None) if name and kind in _IR_KINDS else None
     if method is None:
         variant = emitter.variant
         where = f"the {variant} variant" if variant else "built-in"
         raise TemplateError(
             f"function.py.j2 ({where}): no block renders a {kind.__name__} statement (its "
-            f"class names the block {block!r}, and the emitter has no method {name!r} for "
-            "the generic statement block)",
+            f"class names the block {block!r}; a kind of yours is written by the function "
+            "Templates(kinds={...}) gives it, through the generic statement block)",
             template="function.py.j2",
         )
     found: Callable[[Any, Any, str], None] = method
@@ -764,10 +767,13 @@ def emit_for(
     options: Mapping[str, Any] | None = None,
     *,
     black: bool = False,
+    kinds: Mapping[type, Callable[..., None]] | None = None,
 ) -> Emitter:
     """The emitter that writes ``program`` as the shipped template set
-    ``variant`` does (the templates' ``emit`` wraps one)."""
-    return EMITTERS[variant](program, black=black, writer=writer, options=options)
+    ``variant`` does (the templates' ``emit`` wraps one), with the writers
+    of ``kinds`` of yours."""
+    cls = EMITTERS[variant]
+    return cls(program, black=black, writer=writer, options=options, kinds=kinds)
 
 
 def emit(
@@ -777,9 +783,11 @@ def emit(
     variant: str | None = None,
     writer: Writer | None = None,
     options: Mapping[str, Any] | None = None,
+    kinds: Mapping[type, Callable[..., None]] | None = None,
 ) -> str:
     """``program``'s source as the shipped templates (``variant``) render it;
-    with ``black=True``, laid out as black formats it (or :class:`Unsure`).
+    with ``black=True``, laid out as black formats it (or :class:`Unsure`);
+    ``kinds``: the writers of statement kinds of yours.
 
     >>> import torch.fx as fx, stitchgen
     >>> print(emit(stitchgen.lower(fx.symbolic_trace(lambda x: x + 1))), end="")
@@ -797,7 +805,7 @@ def emit(
     <BLANKLINE>
         return execution_fn
     """
-    emitter = emit_for(program, variant, writer, options, black=black)
+    emitter = emit_for(program, variant, writer, options, black=black, kinds=kinds)
     try:
         return emitter.render()
     except NotAnIdentifier as exc:  # a name the filters would refuse; anything else is a bug

@@ -53,7 +53,7 @@ class Schema:
         "deleting",
         "fields",
         "reading",
-        "rebinding",
+        "rebound",
         "roles",
         "shown",
         "writing",
@@ -79,16 +79,18 @@ class Schema:
         self.deleting = tuple(
             (n, role) for n, role in self.roles if role in ("deletes", "consumes")
         )
-        #: the fields holding locals a statement assigns again that the
-        #: statement around it binds (``rebinds``: an if's outputs, a loop's
-        #: carried values)
-        self.rebinding = tuple(n for n, role in self.roles if role == "rebinds")
+        #: the fields holding the locals a :class:`~stitchgen.ir.Rebind` in
+        #: the statement's bodies binds: its outputs (``target``,
+        #: ``targets``), or the values its loop carries (``carries``)
+        self.rebound = tuple(
+            (n, role) for n, role in self.roles if role in ("carries", "target", "targets")
+        )
         #: ``(field, role)`` for the fields a statement reads: expressions,
-        #: and a local it consumes
+        #: a local it consumes, the locals a loop carries
         self.reading = tuple(
             (n, role)
             for n, role in self.roles
-            if role in ("expr", "exprs", "kwargs", "pairs", "consumes")
+            if role in ("expr", "exprs", "kwargs", "pairs", "consumes", "carries")
         )
         #: the fields holding nested bodies (a tuple of statements each):
         #: ``body`` (runs once, always), ``branch`` (may not run), ``loop``

@@ -117,6 +117,11 @@ class Templates:
     helpers (keys of :data:`stitchgen.conventions.NAME_FORMATS`: ``binder``,
     ``submod``, ``inlined``, ``const``); ``reserve`` lists names the templates
     use (a module they import, say) that no generated identifier may take.
+    ``kinds`` maps each statement kind of yours (a dataclass whose class
+    names its block, ``template``) to the function that writes it,
+    ``fn(emitter, stmt, indent)``, on the fast path and through the generic
+    ``statement`` block alike (docs/templates.md, "A statement kind of your
+    own"): it is this object's, never the process's.
     """
 
     def __init__(
@@ -128,6 +133,7 @@ class Templates:
         globals: Mapping[str, Any] | None = None,
         names: Mapping[str, str] | None = None,
         reserve: Sequence[str] = (),
+        kinds: Mapping[type, Callable[..., None]] | None = None,
     ) -> None:
         if isinstance(dirs, (str, os.PathLike)):
             dirs = (dirs,)
@@ -153,6 +159,12 @@ class Templates:
         name_formats(names)  # refuses unknown keys now, not at the first generate
         self.names = MappingProxyType(dict(names or {}))
         self.reserve = tuple(dict.fromkeys([*reserve, *VARIANT_LOCALS.get(variant or "", ())]))
+        for kind, write in (kinds or {}).items():
+            if not (isinstance(kind, type) and isinstance(getattr(kind, "template", None), str)):
+                raise TypeError(f"kinds= maps statement classes naming a block, not {kind!r}")
+            if not callable(write):
+                raise TypeError(f"kinds=: the writer of {kind.__name__} is not callable")
+        self.kinds = MappingProxyType(dict(kinds or {}))
         self._env: jinja2.Environment | None = None
         self._cache: TemplateCache | None = None  # opened with the environment
         self._writer: Writer | None = None
@@ -322,7 +334,12 @@ class Templates:
 
     def _emit(self, program: Program, *, black: bool) -> str:
         return emit(
-            program, black=black, variant=self.variant, writer=self.writer, options=self.globals
+            program,
+            black=black,
+            variant=self.variant,
+            writer=self.writer,
+            options=self.globals,
+            kinds=self.kinds,
         )
 
     def check(self, *, known: bool = True) -> TemplateReport:
@@ -418,7 +435,7 @@ class Templates:
         from .environment import NAMES_KEY, template_error
         from .filters import BlockText
 
-        emit = emit_for(program, self.variant, self.writer, self.globals)
+        emit = emit_for(program, self.variant, self.writer, self.globals, kinds=self.kinds)
         context = {
             NAMES_KEY: program_names(program),
             "emit": BlockText(emit, shipped_function=shipped_function),

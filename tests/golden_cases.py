@@ -493,6 +493,126 @@ def dict_and_list_arguments(device: str) -> Case:
     return Case(graph_module({}, build), inputs)
 
 
+# -- control flow: higher-order operators lowered as code ----------------------
+# built by hand, as the specimens are, so the code is the same on every torch
+
+
+HIGHER_ORDER = torch.ops.higher_order
+
+
+def _unary(op: Callable[..., Any], *more: Callable[..., Any]) -> fx.GraphModule:
+    """A subgraph ``(a, b) -> (op(a) + b, ...)``: one output per op."""
+
+    def build(g: fx.Graph) -> Any:
+        a, b = g.placeholder("a"), g.placeholder("b")
+        return tuple(g.call_function(torch.add, (g.call_function(f, (a,)), b)) for f in (op, *more))
+
+    return graph_module({}, build)
+
+
+def _cond(g: fx.Graph, pred: Any, arms: tuple[str, str], operands: tuple[Any, ...]) -> Any:
+    true_fn, false_fn = (g.get_attr(name) for name in arms)
+    return g.call_function(HIGHER_ORDER.cond, (pred, true_fn, false_fn, operands))
+
+
+def _positive(g: fx.Graph, x: Any) -> Any:
+    return g.call_function(operator.gt, (g.call_function(torch.sum, (x,)), 0))
+
+
+@case
+def cond_branches(device: str) -> Case:
+    """``torch.cond`` with two outputs, both read; a name the branches'
+    nodes share with the graph's (``add``)."""
+
+    def build(g: fx.Graph) -> Any:
+        x, y = g.placeholder("x"), g.placeholder("y")
+        add = g.call_function(torch.add, (x, y))
+        picked = _cond(g, _positive(g, x), ("true_graph_0", "false_graph_0"), (add, y))
+        first = g.call_function(operator.getitem, (picked, 0))
+        second = g.call_function(operator.getitem, (picked, 1))
+        return (g.call_function(torch.mul, (first, second)),)
+
+    root = {"true_graph_0": _unary(torch.sin, torch.cos), "false_graph_0": _unary(torch.neg, torch.exp)}
+    inputs = (torch.randn(4, device=device), torch.randn(4, device=device))
+    return Case(graph_module(root, build), inputs)
+
+
+@case
+def nested_cond(device: str) -> Case:
+    """A ``cond`` in a branch of a ``cond``, inside an inlined piece; the
+    outer predicate a Python bool, the inner one a one-element tensor."""
+
+    def inner_arm(g: fx.Graph) -> Any:
+        a, b = g.placeholder("a"), g.placeholder("b")
+        inner = _cond(g, _positive(g, b), ("true_graph_0", "false_graph_0"), (a, b))
+        return (g.call_function(torch.mul, (g.call_function(operator.getitem, (inner, 0)), 2)),)
+
+    def piece(g: fx.Graph) -> Any:
+        x, flag = g.placeholder("x"), g.placeholder("flag")
+        picked = _cond(g, flag, ("true_graph_0", "false_graph_0"), (x, x))
+        return (g.call_function(operator.getitem, (picked, 0)),)
+
+    outer_true = graph_module(
+        {"true_graph_0": _unary(torch.sin), "false_graph_0": _unary(torch.cos)}, inner_arm
+    )
+    piece_gm = tuple_piece(piece, {"true_graph_0": outer_true, "false_graph_0": _unary(torch.neg)})
+
+    def root(g: fx.Graph) -> Any:
+        x, flag = g.placeholder("x"), g.placeholder("flag")
+        out = g.call_module("submod_0", (x, flag))
+        return g.call_function(operator.getitem, (out, 0))
+
+    gm = graph_module({"submod_0": piece_gm}, root)
+    return Case(gm, (torch.randn(4, device=device), True))
+
+
+@case
+def while_loop_counter(device: str) -> Case:
+    """``while_loop``: a counter and a value carried, an additional input,
+    and a carried value the body passes through unchanged."""
+
+    def test(g: fx.Graph) -> Any:
+        i, _, _, limit = (g.placeholder(n) for n in ("i", "v", "w", "limit"))
+        return g.call_function(operator.lt, (i, limit))
+
+    def step(g: fx.Graph) -> Any:
+        i, v, w, limit = (g.placeholder(n) for n in ("i", "v", "w", "limit"))
+        add = g.call_function(torch.add, (i, 1))
+        return (add, g.call_function(torch.mul, (g.call_function(torch.sin, (v,)), 2)), w)
+
+    def build(g: fx.Graph) -> Any:
+        x, n = g.placeholder("x"), g.placeholder("n")
+        start = g.call_function(torch.zeros_like, (n,))
+        parts = (g.get_attr("cond_graph_0"), g.get_attr("body_graph_0"))
+        looped = g.call_function(HIGHER_ORDER.while_loop, (*parts, (start, x, x), (n,)))
+        count = g.call_function(operator.getitem, (looped, 0))
+        value = g.call_function(operator.getitem, (looped, 1))
+        return (count, value)
+
+    root = {"cond_graph_0": graph_module({}, test), "body_graph_0": graph_module({}, step)}
+    inputs = (torch.randn(4, device=device), torch.tensor(3, device=device))
+    return Case(graph_module(root, build), inputs)
+
+
+@case
+def invoke_subgraph_repeated(device: str) -> Case:
+    """A ``nested_compile_region`` called three times (``invoke_subgraph``,
+    one subgraph) and a ``wrap``: one function, called at every site."""
+
+    def build(g: fx.Graph) -> Any:
+        x = g.placeholder("x")
+        for _ in range(3):
+            called = g.call_function(
+                HIGHER_ORDER.invoke_subgraph, (g.get_attr("repeated_subgraph0"), "region", x, x)
+            )
+            x = g.call_function(operator.getitem, (called, 0))
+        wrapped = g.call_function(HIGHER_ORDER.wrap, (g.get_attr("wrap_body_0"), x, x))
+        return g.call_function(operator.getitem, (wrapped, 0))
+
+    root = {"repeated_subgraph0": _unary(torch.tanh), "wrap_body_0": _unary(torch.sigmoid)}
+    return Case(graph_module(root, build), (torch.randn(4, device=device),))
+
+
 # -- template sets -----------------------------------------------------------
 
 
@@ -516,7 +636,14 @@ def downstream_templates() -> Templates:
 TEMPLATE_SETS: dict[str, tuple[Callable[[], Templates], list[str]]] = {
     "profiled": (
         lambda: Templates(variant="profiled"),
-        ["decoder_1_layer", "decoder_opaque_pieces", "nested_children", "no_call_module"],
+        [
+            "decoder_1_layer",
+            "decoder_opaque_pieces",
+            "nested_children",
+            "no_call_module",
+            "nested_cond",
+            "while_loop_counter",
+        ],
     ),
     "vllm": (
         lambda: Templates(variant="vllm"),
@@ -527,6 +654,10 @@ TEMPLATE_SETS: dict[str, tuple[Callable[[], Templates], list[str]]] = {
             "constants",
             "zero_inputs",
             "name_collisions",
+            "cond_branches",
+            "nested_cond",
+            "while_loop_counter",
+            "invoke_subgraph_repeated",
         ],
     ),
     "downstream": (downstream_templates, ["decoder_1_layer", "nested_children"]),

@@ -14,27 +14,47 @@ from oracle import assert_same
 
 import stitchgen
 from stitchgen import ir
+from stitchgen.authoring.specimens import SPECIMENS
 from stitchgen.errors import ProgramError, TemplateError
 from stitchgen.lowering import build_program
 from stitchgen.passes import PASSES, pipeline_steps, run_passes
 from stitchgen.rendering import templates_dir
 
 
-def test_every_statement_class_has_its_block_and_its_branch():
+def test_every_statement_class_has_its_block_found_by_its_name(tmp_path):
+    """Each statement class's block is in function.py.j2, which picks none by
+    comparing ``stmt.template``: the block named for the kind renders it, as
+    an override of every statement block shows on the specimens."""
     source = (templates_dir() / "function.py.j2").read_text()
     tree = jinja2.Environment().parse(source)
     blocks = {block.name for block in tree.find_all(jinja2.nodes.Block)}
-    dispatched = {
-        node.ops[0].expr.value
-        for node in tree.find_all(jinja2.nodes.Compare)
-        if "template" in str(node.expr) and isinstance(node.ops[0].expr, jinja2.nodes.Const)
-    }
+    compared = [n for n in tree.find_all(jinja2.nodes.Compare) if "template" in str(n.expr)]
+    assert not compared, "function.py.j2 picks a block by comparing stmt.template"
+    kinds = [cls for cls in ir.STATEMENTS if cls is not ir.Unbox]  # the unbox block opens fn
     for cls in ir.STATEMENTS:
         assert cls.template in blocks, f"{cls.__name__}: no block {cls.template!r}"
-        if cls is ir.Unbox:  # it opens the body: the function-level unbox block is its
-            assert "unbox" not in dispatched
+    overrides = "".join(
+        f"{{% block {name} %}}    # {name}\n{{{{ super() }}}}{{% endblock %}}\n"
+        for name in dict.fromkeys(cls.template for cls in kinds)
+    )
+    (tmp_path / "function.py.j2").write_text('{% extends "stitchgen/function.py.j2" %}\n' + overrides)
+    templates = stitchgen.Templates(tmp_path)
+    seen = set()
+    for build in SPECIMENS.values():
+        specimen = build()
+        if not specimen.fits(templates):
             continue
-        assert cls.template in dispatched, f"{cls.__name__}: the dispatch never selects it"
+        program = stitchgen.lower(specimen.gm, opaque=specimen.submods, templates=templates)
+        code = stitchgen.render(program, format=False, templates=templates)
+        for fn in program.functions:
+            for stmt in ir.iter_statements(fn.statements):
+                seen.add(type(stmt))
+        for name in dict.fromkeys(cls.template for cls in kinds):
+            expected = sum(
+                s.template == name for fn in program.functions for s in ir.iter_statements(fn.body)
+            )
+            assert code.count(f"# {name}\n") == expected, name
+    assert seen == set(kinds)
 
 
 @dataclasses.dataclass(frozen=True)

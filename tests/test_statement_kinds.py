@@ -45,27 +45,28 @@ def guard_pieces(program: ir.Program) -> ir.Program:
     return ir.map_bodies(program, guard)
 
 
-@pytest.fixture
-def kind(monkeypatch):
-    monkeypatch.setattr(Emitter, "guarded", guarded, raising=False)
+#: the kind registered where it renders: on a ``Templates``, never on ``Emitter``
+KINDS = {Guarded: guarded}
 
 
 @pytest.mark.parametrize("path", ["emitter", "jinja"])
 @pytest.mark.parametrize("templates", [None, "vllm"])
-def test_a_kind_of_your_own_renders_and_runs_on_both_paths(kind, tmp_path, path, templates):
+def test_a_kind_of_your_own_renders_and_runs_on_both_paths(tmp_path, path, templates):
     case = CASES["nested_children"]("cpu")
     if path == "jinja":  # a function.py.j2 of yours: every function rendered by Jinja
         (tmp_path / "function.py.j2").write_text(
             f'{{% extends "stitchgen/{"variants/vllm/" if templates else ""}function.py.j2" %}}\n'
         )
-        templates = Templates(tmp_path, variant=templates)
+        templates = Templates(tmp_path, variant=templates, kinds=KINDS)
         assert not templates.builtin_in_effect
+    else:
+        templates = Templates(variant=templates, kinds=KINDS)
     generated = stitchgen.generate(case.gm, templates=templates, passes=[guard_pieces])
     guards = [s for fn in generated.program.functions for s in ir.iter_statements(fn.body)]
     nested = [s for s in guards if type(s) is Guarded]
     assert nested and all(s.body[0].is_piece for s in nested)
     assert generated.code.count("if True:") == len(nested)
-    if templates is not None and getattr(templates, "variant", templates) == "vllm":
+    if templates.variant == "vllm":
         # the inlined child calls its bound grandchild inside the nested body: it is passed
         # the pieces list, found through the nested body
         assert re.search(
@@ -89,3 +90,22 @@ def test_a_kind_without_an_emitter_method_is_named_not_rendered_as_nothing():
     program = stitchgen.lower(CASES["decoder_1_layer"]("cpu").gm, passes=[guard_pieces])
     with pytest.raises(stitchgen.TemplateError, match="no block renders a Guarded statement"):
         stitchgen.render(program, format=False)
+
+
+def test_a_kind_is_the_templates_own_not_the_processs():
+    """Registered on one ``Templates``, a kind renders there; every other
+    ``Templates`` of the process names it unrendered, and ``Emitter`` holds
+    no method for it."""
+    gm = CASES["decoder_1_layer"]("cpu").gm
+    program = stitchgen.lower(gm, passes=[guard_pieces])
+    assert "if True:" in stitchgen.render(program, templates=Templates(kinds=KINDS))
+    assert not hasattr(Emitter, "guarded")
+    with pytest.raises(stitchgen.TemplateError, match="no block renders a Guarded statement"):
+        stitchgen.render(program, templates=Templates(variant="profiled"))
+
+
+def test_kinds_must_be_statement_classes_with_writers():
+    with pytest.raises(TypeError, match="statement classes naming a block"):
+        Templates(kinds={int: guarded})
+    with pytest.raises(TypeError, match="not callable"):
+        Templates(kinds={Guarded: "guarded"})

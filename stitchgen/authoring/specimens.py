@@ -3,7 +3,8 @@ render when a project names no cases of its own.
 
 Between them they hold every statement kind (an assignment, piece calls
 unpacked and not, a getitem, frees, a return, a boxed function's
-unboxing), inlined and bound pieces, constants and a tuple output; each
+unboxing, an ``if`` with a piece call inside, a ``while`` with its break
+and rebinding), inlined and bound pieces, constants and a tuple output; each
 renders under whatever convention the templates in use choose. They are
 built from ``fx.Graph`` by hand, so their code is the same on every
 supported torch: the lock records what the shipped blocks emit on them
@@ -126,11 +127,57 @@ def _no_pieces() -> Specimen:
     return Specimen(_graph_module({}, build), (torch.randn(2),))
 
 
+def _branch(op: Callable[..., Any], piece: bool) -> fx.GraphModule:
+    """A ``cond`` branch: ``(op(a),)``, through a piece of its own if ``piece``."""
+    root = {"submod_0": _pair_piece()} if piece else {}
+
+    def build(g: fx.Graph) -> Any:
+        a = g.placeholder("a")
+        if piece:
+            a = g.call_function(operator.getitem, (g.call_module("submod_0", (a,)), 1))
+        return (g.call_function(op, (a,)),)
+
+    return _graph_module(root, build)
+
+
+def _control_flow() -> Specimen:
+    """A ``torch.cond`` (a piece called inside a branch) and a
+    ``while_loop``, lowered as an ``if`` and a ``while``."""
+    def test(g: fx.Graph) -> Any:
+        i, _ = g.placeholder("i"), g.placeholder("v")
+        return g.call_function(operator.lt, (i, 3))
+
+    def step(g: fx.Graph) -> Any:
+        i, v = g.placeholder("i"), g.placeholder("v")
+        return (g.call_function(operator.add, (i, 1)), g.call_function(operator.mul, (v, 2)))
+
+    root = {
+        "true_graph_0": _branch(torch.sin, piece=True),
+        "false_graph_0": _branch(torch.cos, piece=False),
+        "cond_graph_0": _graph_module({}, test),
+        "body_graph_0": _graph_module({}, step),
+    }
+    higher_order = torch.ops.higher_order
+
+    def build(g: fx.Graph) -> Any:
+        x, n = g.placeholder("x"), g.placeholder("n")
+        pred = g.call_function(operator.gt, (g.call_function(torch.sum, (x,)), 0))
+        arms = (g.get_attr("true_graph_0"), g.get_attr("false_graph_0"))
+        picked = g.call_function(higher_order.cond, (pred, *arms, (x,)))
+        value = g.call_function(operator.getitem, (picked, 0))
+        parts = (g.get_attr("cond_graph_0"), g.get_attr("body_graph_0"))
+        looped = g.call_function(higher_order.while_loop, (*parts, (n, value), ()))
+        return g.call_function(operator.getitem, (looped, 1))
+
+    return Specimen(_graph_module(root, build), (torch.randn(3), torch.tensor(0)))
+
+
 #: specimen name -> a function building it
 SPECIMENS: dict[str, Callable[[], Specimen]] = {
     "pieces": _pieces,
     "boxed": _boxed,
     "no_pieces": _no_pieces,
+    "control_flow": _control_flow,
 }
 
 

@@ -66,6 +66,9 @@ LOOP = {"role": "loop"}
 #: the locals a statement assigns again that the statement around it binds
 #: (a :class:`Rebind`: an ``if``'s outputs, a loop's carried values)
 REBINDS = {"role": "rebinds"}
+#: the locals, bound before it, that a statement reads and its body binds
+#: again (a loop's carried values: a :class:`Rebind` ends its body)
+CARRIES = {"role": "carries"}
 
 #: the IR's classes by name (``from_json``), filled by ``Node``
 CLASSES: dict[str, type[Node]] = {}
@@ -445,21 +448,18 @@ class If(Node):
 
 @record
 class While(Node):
-    """``targets = inits``, then ``while True:`` ``body`` (``LOOP``): the
-    body's :class:`Break` leaves the loop, its closing :class:`Rebind` gives
-    the carried ``targets`` their next values (``while_loop``'s)."""
+    """``while True:`` ``body`` (``LOOP``): the body's :class:`Break` leaves
+    the loop, and the :class:`Rebind` that ends it gives the ``carried``
+    locals (bound before the loop, ``CARRIES``) their next values
+    (``while_loop``'s); after the loop they hold the last."""
 
-    targets: tuple[str, ...] = field(metadata=TARGETS)
-    inits: tuple[Expr, ...] = field(metadata=EXPRS)
+    carried: tuple[str, ...] = field(metadata=CARRIES)
     body: tuple[Stmt, ...] = field(metadata=LOOP)
     template: ClassVar[str] = "while"
 
-    def __init__(
-        self, targets: tuple[str, ...], inits: tuple[Expr, ...], body: tuple[Stmt, ...]
-    ) -> None:
+    def __init__(self, carried: tuple[str, ...], body: tuple[Stmt, ...]) -> None:
         d = self.__dict__
-        d["targets"] = targets
-        d["inits"] = inits
+        d["carried"] = carried
         d["body"] = body
 
 
@@ -477,9 +477,9 @@ class Break(Node):
 
 @record
 class Rebind(Node):
-    """``targets = values``, where the statement whose body holds it binds
-    ``targets`` (``REBINDS``): the outputs of an :class:`If`'s arm, the next
-    carried values of a :class:`While`."""
+    """``targets = values``, where ``targets`` (``REBINDS``) are the
+    statement's whose body it ends: an :class:`If`'s outputs, bound by each
+    arm; a :class:`While`'s carried values, bound again by each iteration."""
 
     targets: tuple[str, ...] = field(metadata=REBINDS)
     values: tuple[Expr, ...] = field(metadata=EXPRS)
@@ -778,7 +778,7 @@ def map_stmt(
         if role == "target" or role == "consumes":
             if local is not None:
                 changes[name] = local(value)
-        elif role in ("targets", "deletes", "rebinds"):
+        elif role in ("targets", "deletes", "rebinds", "carries"):
             if local is not None:
                 changes[name] = _map_items(value, local)
         elif role in BODY_ROLES:
@@ -884,6 +884,8 @@ def reads(stmt: Stmt) -> list[str]:
                 _collect_names(item, out)
         elif role == "consumes":
             out.append(value)
+        elif role == "carries":
+            out.extend(value)
         else:  # pairs
             for key, item in value:
                 _collect_names(key, out)
@@ -943,6 +945,7 @@ def defines(stmt: Stmt) -> str | None:
 __all__ = [
     "BODY",
     "BRANCH",
+    "CARRIES",
     "CLASSES",
     "CONSUMES",
     "DELETES",

@@ -119,10 +119,11 @@ class _Scope:
                 fail(f"{at}: a Return inside a nested body")
             if kind is Break and role != "loop":
                 fail(f"{at}: a Break outside a loop's body")
-            if kind is Rebind:
-                targets = getattr(owner, "targets", None)
-                if targets is None or tuple(stmt.targets) != tuple(targets) or i != last:
-                    fail(f"{at}: a Rebind ends a body of the statement whose targets it names")
+            if kind is Rebind and (i != last or tuple(stmt.targets) != _rebound(owner)):
+                fail(
+                    f"{at}: a Rebind ends a body of the statement whose outputs or carried "
+                    "values it names"
+                )
             for name in reads(stmt):
                 if name not in live:
                     fail(f"{at}: reads {name!r} {self._state(name)}")
@@ -157,20 +158,19 @@ class _Scope:
         """Check ``stmt``'s bodies; the names they leave bound after it (a
         loop's at its ``Break``; a body that always runs binds in ``live``)."""
         after: set[str] = set()
-        targets = tuple(writes(stmt)) if hasattr(stmt, "targets") else ()
+        rebound = _rebound(stmt)
         for name, role in schema.roles:
             if role == "body":
                 self.body(getattr(stmt, name), live, f"{where}{name}.", stmt, role)
             elif role in ("branch", "loop"):
-                inner = set(live) | (set(targets) if role == "loop" else set())
                 body = getattr(stmt, name)
-                if targets and not any(type(s) is Rebind for s in body):
+                if rebound and not any(type(s) is Rebind for s in body):
                     self.fail(
                         f"{where[:-1]} ({type(stmt).__name__}): its {name} does not bind "
-                        f"{list(targets)} (a Rebind ends it)"
+                        f"{list(rebound)} (a Rebind ends it)"
                     )
                 before = set(self.seen)
-                exits = self.body(body, inner, f"{where}{name}.", stmt, role)
+                exits = self.body(body, set(live), f"{where}{name}.", stmt, role)
                 for bound in self.seen - before:
                     self.inside[bound] = f"the {name} of {where[:-1]} ({type(stmt).__name__})"
                 if role == "loop" and exits is None:
@@ -182,6 +182,15 @@ class _Scope:
         if name in self.inside:
             return f"bound only in {self.inside[name]}, not on every path"
         return "after its del" if name in self.seen else "before it is defined"
+
+
+def _rebound(owner: Any) -> tuple[str, ...]:
+    """What a :class:`Rebind` in ``owner``'s bodies binds: the locals it
+    carries (a loop), else its outputs."""
+    if owner is None:
+        return ()
+    schema = schema_of(type(owner))
+    return tuple(n for f, role in schema.rebound for n in _names(owner, f, role))
 
 
 def _names(stmt: Any, field: str, role: str) -> list[str]:

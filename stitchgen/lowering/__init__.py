@@ -619,8 +619,17 @@ class Lowerer:
         if plan is None:
             from .control import plan_for
 
-            plan = self._plans[node] = plan_for(gm, node)
+            plan = self._plans[node] = plan_for(self, gm, node)
         return plan is not False
+
+    def subgraph(self, gm: fx.GraphModule, node: fx.Node) -> fx.GraphModule | None:
+        """The child the ``get_attr`` ``node`` reads, if a ``GraphModule``
+        this lowering inlines (:func:`is_inlinable`), else None."""
+        try:
+            child = fetch_attr(gm, str(node.target))
+        except AttributeError:
+            return None
+        return child if is_inlinable(child) else None
 
     def feeds_flow(self, gm: fx.GraphModule, node: fx.Node) -> bool:
         """Is the ``get_attr`` ``node`` a subgraph read only by operators

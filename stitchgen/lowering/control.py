@@ -5,10 +5,11 @@ are ``GraphModule``s reached by ``get_attr``.
   each branch's nodes lowered where they run (its inputs are the operands),
   ending in a :class:`~stitchgen.ir.Rebind` of the outputs the ``cond``'s
   users read;
-* ``while_loop(cond_fn, body_fn, carried_inputs, additional_inputs)`` → a
-  :class:`~stitchgen.ir.While`: the carried values bound once, then the
-  condition's nodes and a :class:`~stitchgen.ir.Break` before each
-  iteration, the body's nodes and a ``Rebind`` of the carried values;
+* ``while_loop(cond_fn, body_fn, carried_inputs, additional_inputs)`` → the
+  carried values bound (an :class:`~stitchgen.ir.Assign` each), then a
+  :class:`~stitchgen.ir.While`: the condition's nodes and a
+  :class:`~stitchgen.ir.Break` before each iteration, the body's nodes and
+  a ``Rebind`` of the carried values;
 * ``invoke_subgraph(subgraph, identifier, *operands)`` and
   ``wrap(fn, *args)`` → a call of the subgraph as one function of the
   program, written once and called at every site (twins share one).
@@ -24,13 +25,14 @@ from __future__ import annotations
 
 import operator
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import torch
 import torch.fx as fx
 
 from ..identifiers import Namespace
 from ..ir import (
+    Assign,
     Break,
     Call,
     Expr,
@@ -44,10 +46,6 @@ from ..ir import (
     While,
 )
 from ..records import Record, record
-from . import fetch_attr, is_inlinable
-
-if TYPE_CHECKING:
-    from . import Lowerer
 
 __all__ = ["LOWERED", "Plan", "lower_flow", "plan_for"]
 
@@ -83,9 +81,10 @@ class Plan(Record):
         d["width"] = width
 
 
-def plan_for(gm: fx.GraphModule, node: fx.Node) -> Plan | bool:
+def plan_for(lowerer: Any, gm: fx.GraphModule, node: fx.Node) -> Plan | bool:
     """How ``node`` (a higher-order operator of ``gm``'s graph) is lowered,
-    or False where it is called as any operator is."""
+    or False where it is called as any operator is. ``lowerer`` (the
+    lowering's ``Lowerer``) tells which attributes are subgraphs it inlines."""
     target = node.target
     name = getattr(target, "name", lambda: "")()
     if name not in LOWERED or getattr(torch.ops.higher_order, name, None) is not target:
@@ -93,7 +92,7 @@ def plan_for(gm: fx.GraphModule, node: fx.Node) -> Plan | bool:
     args, kwargs = node.args, node.kwargs
     plan: Plan | None = None
     if name == "cond" and len(args) == 4 and not kwargs and _sequence(args[3]):
-        subgraphs = _subgraphs(gm, args[1:3], len(args[3]))
+        subgraphs = _subgraphs(lowerer, gm, args[1:3], len(args[3]))
         if subgraphs is not None:
             shapes = {_shape(child) for _, child in subgraphs}
             if len(shapes) == 1 and "list" not in shapes:
@@ -101,7 +100,7 @@ def plan_for(gm: fx.GraphModule, node: fx.Node) -> Plan | bool:
     elif name == "while_loop" and len(args) == 4 and not kwargs:
         carried, additional = args[2], args[3]
         if _sequence(carried) and _sequence(additional) and carried:
-            subgraphs = _subgraphs(gm, args[:2], len(carried) + len(additional))
+            subgraphs = _subgraphs(lowerer, gm, args[:2], len(carried) + len(additional))
             if (
                 subgraphs is not None
                 and _shape(subgraphs[0][1]) in (None, 1)  # one value: the condition
@@ -112,11 +111,11 @@ def plan_for(gm: fx.GraphModule, node: fx.Node) -> Plan | bool:
         operands = args[2:]
         if len(operands) == 1 and _sequence(operands[0]):  # the older form: one tuple
             operands = tuple(operands[0])
-        subgraphs = _subgraphs(gm, args[:1], len(operands))
+        subgraphs = _subgraphs(lowerer, gm, args[:1], len(operands))
         if subgraphs is not None and not getattr(subgraphs[0][1], "_boxed_call", False):
             plan = Plan(name, subgraphs, tuple(operands), None)
     elif name == "wrap" and args and not kwargs:
-        subgraphs = _subgraphs(gm, args[:1], len(args) - 1)
+        subgraphs = _subgraphs(lowerer, gm, args[:1], len(args) - 1)
         if subgraphs is not None:
             plan = Plan(name, subgraphs, tuple(args[1:]), None)
     if plan is None or any(_attribute(a) for a in plan.operands):
@@ -133,19 +132,14 @@ def _attribute(value: Any) -> bool:
 
 
 def _subgraphs(
-    gm: fx.GraphModule, args: Sequence[Any], inputs: int
+    lowerer: Any, gm: fx.GraphModule, args: Sequence[Any], inputs: int
 ) -> tuple[_Subgraph, ...] | None:
     """Each of ``args`` as a subgraph (a ``get_attr`` of an inlinable
     ``GraphModule`` taking ``inputs`` plain inputs), or None."""
     found = []
     for arg in args:
-        if not _attribute(arg):
-            return None
-        try:
-            child = fetch_attr(gm, str(arg.target))
-        except AttributeError:
-            return None
-        if not is_inlinable(child):
+        child = lowerer.subgraph(gm, arg) if _attribute(arg) else None
+        if child is None:
             return None
         placeholders = child.graph.find_nodes(op="placeholder")
         plain = all(not p.args and str(p.target)[:1] != "*" for p in placeholders)
@@ -169,7 +163,7 @@ def _shape(child: fx.GraphModule) -> int | str | None:
 
 
 def lower_flow(
-    lowerer: Lowerer,
+    lowerer: Any,
     gm: fx.GraphModule,
     prefix: str,
     node: fx.Node,
@@ -181,10 +175,11 @@ def lower_flow(
     inlined: bool,
     plan: Plan,
 ) -> Expr:
-    """``node`` lowered by its ``plan`` into ``body`` (the statements of the
-    function being lowered, named apart in ``names``; ``local`` is the
-    node's own local, ``inlined`` whether its graph is a subgraph lowered
-    where it runs); its value for the nodes that read it."""
+    """``node`` lowered by its ``plan`` into ``body``, the statements of the
+    function being lowered (its locals named apart in ``names``), with
+    ``lowerer`` (the lowering's ``Lowerer``) lowering the subgraphs' nodes;
+    ``local`` is the node's own local, ``inlined`` whether its graph is a
+    subgraph lowered where it runs. Its value, for the nodes that read it."""
     operands = [lowerer.arg(a, node, env) for a in plan.operands]
     if plan.kind in ("invoke_subgraph", "wrap"):
         attribute, child = plan.subgraphs[0]
@@ -217,7 +212,8 @@ def lower_flow(
         loop.append(Break(_items(test, 1)[0]))  # its one value, or a one-tuple's
         out = lowerer.statements(body_gm, f"{prefix}{body_attr}.", {}, loop, names, None, inputs)
         loop.append(Rebind(targets, _items(out, carried)))
-        body.append(While(targets, tuple(operands[:carried]), tuple(loop)))
+        body.extend(Assign(t, value) for t, value in zip(targets, operands, strict=False))
+        body.append(While(targets, tuple(loop)))
     if plan.width is None:
         return Name(targets[0])
     return TupleExpr(tuple(Name(t) for t in targets))

@@ -211,10 +211,11 @@ def _place(
             changes: dict[str, Any] = {}
             exits: list[str] = []
             for name in conditional:
-                changes[name], left = _place(getattr(stmt, name))
+                placed, left = _place(getattr(stmt, name))
+                changes[name] = tuple(placed)
                 exits += left
             for name in always:
-                changes[name], _ = _place(getattr(stmt, name), frees=False)
+                changes[name] = tuple(_place(getattr(stmt, name), frees=False)[0])
             stmt = dataclasses.replace(stmt, **changes)
             if exits:  # bound after the loop: freed right after it, as unread
                 stmt = _Exits(stmt, tuple(exits))
