@@ -23,7 +23,13 @@ On split decoders (``stitchgen.demo.split_decoder``) of each size:
   no IR, no templates) and beside ``compile()`` of our own source (the floor);
 * memory: peak bytes of live tensors during one call (a dispatch-mode
   tracker), stitchgen vs the boxed-inputs convention (inputs in a list the
-  function clears) vs the same code with its ``del`` lines removed.
+  function clears) vs the same code with its ``del`` lines removed;
+* control flow: per call on small graphs (4-element tensors) holding a
+  ``torch.cond`` (``torch.export``), a ``while_loop`` and a
+  ``nested_compile_region`` called three times (Dynamo's
+  ``invoke_subgraph``): stitchgen (lowered as ``if``, ``while`` and one
+  function) vs ``GraphModule.__call__`` (the operators, their subgraphs
+  called as modules) vs the same work written by hand as plain Python.
 
 Times are medians over interleaved rounds; the machines are noisy, so read
 ratios, not absolute numbers. Nothing here asserts: it measures.
@@ -403,6 +409,105 @@ def bench_memory(layers: int) -> dict[str, float]:
 # -- report ----------------------------------------------------------------------
 
 
+# -- control flow ---------------------------------------------------------------
+
+
+class _Cond(torch.nn.Module):
+    def forward(self, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+        def positive(a: torch.Tensor, b: torch.Tensor) -> tuple[torch.Tensor]:
+            return (a.sin() + b,)
+
+        def negative(a: torch.Tensor, b: torch.Tensor) -> tuple[torch.Tensor]:
+            return (a.cos() - b,)
+
+        r = torch.relu(x)
+        return torch.cond(r.sum() > 0, positive, negative, (r, y))[0] * 2
+
+
+def _cond_by_hand(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+    r = torch.relu(x)
+    return (r.sin() + y if r.sum() > 0 else r.cos() - y) * 2
+
+
+class _Loop(torch.nn.Module):
+    def forward(self, i: torch.Tensor, x: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        from torch._higher_order_ops.while_loop import while_loop
+
+        def test(i: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
+            return i < 3
+
+        def step(i: torch.Tensor, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+            return (i + 1, x * 2)
+
+        return tuple(while_loop(test, step, (i, x)))
+
+
+def _loop_by_hand(i: torch.Tensor, x: torch.Tensor) -> tuple[torch.Tensor, ...]:
+    while i < 3:
+        i, x = i + 1, x * 2
+    return (i, x)
+
+
+def _region_model() -> tuple[torch.nn.Module, Callable[..., Any]] | None:
+    region = getattr(torch.compiler, "nested_compile_region", None)
+    if region is None:
+        return None
+
+    def block(x: torch.Tensor) -> torch.Tensor:
+        return torch.tanh(x) * 2
+
+    compiled = region(block)
+
+    class Model(torch.nn.Module):
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            return compiled(compiled(compiled(x)))
+
+    return Model(), lambda x: block(block(block(x)))
+
+
+def _dynamo_graph(model: torch.nn.Module, *args: Any) -> tuple[fx.GraphModule, list[Any]]:
+    captured: list[tuple[fx.GraphModule, list[Any]]] = []
+
+    def backend(gm: fx.GraphModule, example: list[Any]) -> Callable[..., Any]:
+        captured.append((gm, list(example)))
+        return gm.forward
+
+    torch._dynamo.reset()
+    torch.compile(model, backend=backend)(*args)
+    return captured[0]
+
+
+def bench_control_flow(rounds: int) -> dict[str, dict[str, float]]:
+    """Per-call seconds on each control-flow graph: ``graphmodule``,
+    ``ours`` and ``by_hand`` (the same work as plain Python)."""
+    x, y = torch.randn(4), torch.randn(4)
+    graphs: dict[str, tuple[Any, tuple[Any, ...], Callable[..., Any]]] = {
+        "cond": (torch.export.export(_Cond(), (x, y)).module(), (x, y), _cond_by_hand),
+        "while_loop": (
+            torch.export.export(_Loop(), (torch.tensor(0), x)).module(),
+            (torch.tensor(0), x),
+            _loop_by_hand,
+        ),
+    }
+    region = _region_model()
+    if region is not None:
+        gm, example = _dynamo_graph(region[0], x)
+        graphs["invoke_subgraph"] = (gm, tuple(example), lambda *a: region[1](a[-1]))
+    out = {}
+    for name, (gm, inputs, by_hand) in graphs.items():
+        ours = stitchgen.compile(gm)
+        out[name] = interleaved(
+            {
+                "graphmodule": lambda gm=gm, a=inputs: gm(*a),
+                "ours": lambda fn=ours, a=inputs: fn(*a),
+                "by_hand": lambda fn=by_hand, a=inputs: fn(*a),
+            },
+            number=300,
+            rounds=rounds,
+        )
+    return out
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--layers", type=int, nargs="+", default=[8, 32, 80, 200])
@@ -476,6 +581,16 @@ def main(argv: list[str] | None = None) -> None:
             f"cold compile growth {first[0]} -> {last[0]} layers: {growth:.1f}x "
             f"for {last[0] / first[0]:.0f}x the layers"
         )
+    print()
+    flows = bench_control_flow(rounds)
+    flow_header = ["control flow", "gm us", "ours us", "by hand us", "ours/gm", "ours/by hand"]
+    print(line(flow_header))
+    if args.markdown:
+        print(line(["---"] * len(flow_header)))
+    for name, t in flows.items():
+        cells = [f"{t[k] * 1e6:.1f}" for k in ("graphmodule", "ours", "by_hand")]
+        ratios = [f"{t['ours'] / t['graphmodule']:.2f}", f"{t['ours'] / t['by_hand']:.2f}"]
+        print(line([name, *cells, *ratios]))
     print()
     fresh_header = [
         "layers", "concat first ms", "ours first ms", "ours/concat", "ours second ms",

@@ -96,13 +96,6 @@ def save_artifact(
     naming it, and nothing is written."""
     if program is None:
         raise ArtifactError("an artifact stores the program's IR; this code carries none")
-    if templates is not None and (
-        templates.dirs or templates.filters or templates.globals or templates.kinds
-    ):
-        raise ArtifactError(
-            "artifacts hold code from stitchgen's own templates (built-in or a shipped "
-            f"variant); this code was rendered with {templates!r}"
-        )
     from .ir import CLASSES, iter_statements, to_json  # written here, never read warm
 
     for fn in program.functions:
@@ -113,6 +106,13 @@ def save_artifact(
                     f"{fn.name!r}, a kind of yours: an artifact holds the IR's own kinds "
                     "only (read_artifact could not rebuild it)"
                 )
+    if templates is not None and (
+        templates.dirs or templates.filters or templates.globals or templates.kinds
+    ):
+        raise ArtifactError(
+            "artifacts hold code from stitchgen's own templates (built-in or a shipped "
+            f"variant); this code was rendered with {templates!r}"
+        )
     stored, forms = _consts_files(consts, program)
 
     files = {

@@ -566,8 +566,16 @@ class Emitter:
 
     def rebind(self, stmt: Any, indent: str) -> None:
         """``a, b = x, y`` (``a = x`` for one: the ``rebind`` block)."""
-        names = ", ".join(name_items(stmt.targets))
-        self.line(f"{indent}{names} = {', '.join(map(self.writer.source, stmt.values))}")
+        head = f"{', '.join(name_items(stmt.targets))} = "
+        if len(stmt.values) == 1:
+            return self.value(indent, head, stmt.values[0])
+        items = [self.writer.source(v) for v in stmt.values]
+        text = f"{indent}{head}{', '.join(items)}"
+        plain = all(type(v) in (Name, Literal) for v in stmt.values)
+        if self.black and plain and not self.layout.fits(text):  # black explodes it in ()
+            self.out.append(self.layout.bracketed(indent, head, "(", items, ")", display=True))
+        else:
+            self.line(text)  # (a display among the values: Unsure where too long)
 
     def value(self, indent: str, head: str, value: object) -> None:
         brackets = _OPENING.get(type(value)) if self.black else None

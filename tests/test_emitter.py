@@ -16,6 +16,7 @@ import pytest
 import torch
 import torch.fx as fx
 from builders import SHAPES
+from control_flow_graphs import control_flow_graphs
 from golden_cases import CASES, shared_case
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -135,7 +136,7 @@ CALLEES = st.one_of(
     IDENTS.map(lambda n: ir.MethodRef(ir.Name(n), "view")),
 )
 
-STATEMENTS = st.one_of(
+FLAT = st.one_of(
     st.builds(
         ir.Call,
         IDENTS,
@@ -152,7 +153,42 @@ STATEMENTS = st.one_of(
     st.builds(ir.GetItem, IDENTS, IDENTS.map(ir.Name), st.integers(-3, 3).map(ir.Literal)),
     st.builds(ir.Assign, IDENTS, expressions()),
     st.builds(ir.Del, st.lists(IDENTS, min_size=1, max_size=14).map(tuple)),
+    # the shapes the lowering gives them: names and literals
+    st.builds(ir.Break, IDENTS.map(ir.Name)),
+    st.builds(
+        ir.Rebind,
+        st.lists(IDENTS, min_size=1, max_size=4).map(tuple),
+        st.lists(st.one_of(IDENTS.map(ir.Name), LITERALS), min_size=1, max_size=6).map(tuple),
+    ),
 )
+
+
+def _bodies():
+    return st.lists(st.deferred(lambda: STATEMENTS), max_size=3).map(tuple)
+
+
+#: statements with bodies holding statements, at any depth
+NESTED = st.one_of(
+    st.builds(ir.If, st.lists(IDENTS, max_size=3).map(tuple), IDENTS.map(ir.Name),
+              _bodies(), _bodies()),
+    st.builds(ir.While, st.lists(IDENTS, max_size=3).map(tuple), _bodies()),
+)  # fmt: skip
+#: mostly flat (the layout's floor counts programs black's layout writes itself)
+STATEMENTS = st.one_of(FLAT, FLAT, FLAT, FLAT, NESTED)
+#: the statement kinds the random programs draw (Unbox: ``programs`` opens some with one)
+DRAWN = {ir.Call, ir.UnpackCall, ir.GetItem, ir.Assign, ir.Del, ir.Break, ir.Rebind, ir.If,
+         ir.While, ir.Return, ir.Unbox}  # fmt: skip
+
+
+def test_the_random_programs_draw_every_statement_kind():
+    """A statement kind added to the IR is fuzzed here, or this fails."""
+    assert set(ir.STATEMENTS) == DRAWN
+
+
+@FUZZ
+@given(control_flow_graphs(depth=2))
+def test_fuzzed_control_flow_renders_the_same_on_both_paths(shipped, drawn):
+    assert_both_paths_agree(lowered(drawn.gm, shipped[0]), shipped)
 
 
 @st.composite

@@ -1,0 +1,401 @@
+"""Control flow as Python control flow: ``torch.cond`` an ``if``,
+``while_loop`` a ``while``, ``invoke_subgraph`` and ``wrap`` one function
+called at each site, each equal to the ``GraphModule`` on every path; the
+liveness and the verifier sound over bodies that may not run or run again;
+templates at every depth; artifacts of lowered graphs."""
+
+import dataclasses
+import operator
+import os
+import subprocess
+import sys
+import textwrap
+from typing import Any, ClassVar
+
+import pytest
+import torch
+import torch.fx as fx
+from golden_cases import CASES, HIGHER_ORDER, capture_dynamo, graph_module
+from oracle import assert_same
+
+import stitchgen
+from stitchgen import Templates, ir
+from stitchgen.authoring.specimens import SPECIMENS
+from stitchgen.emitter import INDENT, Emitter
+from stitchgen.errors import ProgramError
+from stitchgen.passes import assign_names, bind_targets, insert_dels
+from stitchgen.records import schema_of
+
+# -- lowered, and equal to the GraphModule on every path ----------------------
+
+
+def _equal_on(case, *inputs_list, templates=None):
+    generated = stitchgen.generate(case.gm, templates=templates)
+    fn = stitchgen.load(generated, case.submods)
+    for inputs in inputs_list:
+        assert_same(fn(*inputs), case.gm(*inputs))
+    return generated.code
+
+
+@pytest.mark.parametrize("templates", [None, "profiled", "vllm"])
+def test_cond_is_an_if_equal_on_both_branches(templates):
+    case = CASES["cond_branches"]("cpu")
+    x, y = case.inputs
+    code = _equal_on(case, (x.abs() + 1, y), (-x.abs() - 1, y), templates=templates)
+    assert "    if gt:\n" in code and "else:\n" in code
+    assert "cond" not in code.replace("cond_", "")  # no operator, no bound branch graphs
+
+
+@pytest.mark.parametrize("flag", [True, False])
+def test_a_cond_in_a_branch_of_a_cond_inside_a_piece_takes_every_path(flag):
+    case = CASES["nested_cond"]("cpu")
+    x = case.inputs[0]
+    code = _equal_on(case, (x.abs() + 1, flag), (-x.abs() - 1, flag))
+    assert code.count("if ") == 2 and "def inlined_submod_0(x, flag):" in code
+
+
+@pytest.mark.parametrize("count", [0, 1, 5])
+def test_while_loop_runs_no_one_or_many_iterations_as_the_operator(count):
+    case = CASES["while_loop_counter"]("cpu")
+    x = case.inputs[0]
+    code = _equal_on(case, (x, torch.tensor(count)))
+    assert "while True:" in code and "break" in code
+
+
+def test_a_subgraph_called_at_three_sites_is_one_function():
+    case = CASES["invoke_subgraph_repeated"]("cpu")
+    code = _equal_on(case, case.inputs)
+    assert code.count("def inlined_repeated_subgraph0(") == 1
+    assert code.count("= inlined_repeated_subgraph0(") == 3
+    assert code.count("= inlined_wrap_body_0(") == 1
+
+
+class _Branchy(torch.nn.Module):
+    def forward(self, x, y):
+        def positive(a, b):
+            return (a.sin() + b,)
+
+        def negative(a, b):
+            return (a.cos() - b,)
+
+        r = torch.relu(x) - 0.5
+        return torch.cond(r.sum() > 0, positive, negative, (r, y))[0] * 2
+
+
+def test_an_exported_cond_runs_as_an_if_and_saves_as_an_artifact(tmp_path):
+    x, y = torch.randn(4), torch.randn(4)
+    gm = torch.export.export(_Branchy(), (x, y)).module()
+    generated = stitchgen.generate(gm)
+    assert "if " in generated.code and "higher_order" not in generated.code
+    fn = stitchgen.load(generated)
+    for inputs in [(x.abs() + 1, y), (-x.abs() - 1, y)]:
+        assert_same(fn(*inputs), gm(*inputs))
+    path = generated.save(tmp_path / "artifact")
+    script = textwrap.dedent(
+        f"""
+        import torch, stitchgen
+        fn = stitchgen.load_artifact({str(path)!r}, submods={{"_guards_fn": lambda *a: None}})
+        torch.save([fn(torch.full((4,), s), torch.ones(4)) for s in (1.0, -1.0)], {str(tmp_path / "out.pt")!r})
+        """
+    )
+    subprocess.run([sys.executable, "-c", script], check=True)
+    outputs = torch.load(tmp_path / "out.pt")
+    for sign, out in zip((1.0, -1.0), outputs, strict=True):
+        assert_same(out, gm(torch.full((4,), sign), torch.ones(4)))
+
+
+@pytest.mark.skipif(
+    not hasattr(torch.compiler, "nested_compile_region"), reason="no nested_compile_region"
+)
+def test_a_nested_compile_region_in_a_dynamo_graph_is_one_function():
+    @torch.compiler.nested_compile_region
+    def block(x):
+        return torch.tanh(x) * 2
+
+    class Model(torch.nn.Module):
+        def forward(self, x):
+            return block(block(block(x)))
+
+    gm, inputs = capture_dynamo(Model(), torch.randn(4))
+    if not any(n.target is HIGHER_ORDER.invoke_subgraph for n in gm.graph.nodes):
+        pytest.skip("this torch inlines the region")
+    generated = stitchgen.generate(gm)
+    fn = stitchgen.load(generated)
+    assert_same(fn(*inputs), gm(*inputs))
+    functions = [f for f in generated.program.functions if f is not generated.program.entry]
+    assert len(functions) == 1
+    calls = [s for s in ir.iter_statements(generated.program.entry.body) if isinstance(s, ir.Calling)]
+    assert sum(isinstance(s.callee, ir.FunctionRef) for s in calls) == 3
+
+
+def _hooked(gm: fx.GraphModule) -> fx.GraphModule:
+    gm.register_forward_hook(lambda mod, args, out: out)
+    return gm
+
+
+def _two_arm_graph(true_gm, false_gm):
+    def build(g: fx.Graph) -> Any:
+        x = g.placeholder("x")
+        pred = g.call_function(operator.gt, (g.call_function(torch.sum, (x,)), 0))
+        arms = (g.get_attr("true_graph_0"), g.get_attr("false_graph_0"))
+        picked = g.call_function(HIGHER_ORDER.cond, (pred, *arms, (x,)))
+        return g.call_function(operator.getitem, (picked, 0))
+
+    return graph_module({"true_graph_0": true_gm, "false_graph_0": false_gm}, build)
+
+
+def _arm(op):
+    return graph_module({}, lambda g: (g.call_function(op, (g.placeholder("a"),)),))
+
+
+def test_an_operator_in_a_form_not_lowered_is_called_as_before():
+    """A branch with a hook of its own (its call is not its graph) keeps
+    today's behaviour: the operator, called with its branches bound."""
+    gm = _two_arm_graph(_hooked(_arm(torch.sin)), _arm(torch.cos))
+    generated = stitchgen.generate(gm)
+    assert "if " not in generated.code and "true_graph_0" in generated.code
+    fn = stitchgen.load(generated)
+    for x in (torch.ones(3), -torch.ones(3)):
+        assert_same(fn(x), gm(x))
+
+
+# -- liveness and the verifier over bodies that may not run -------------------
+
+
+@dataclasses.dataclass(frozen=True)
+class Guarded:
+    """``if <test>:`` around a body that may not run (``ir.BRANCH``)."""
+
+    test: Any = dataclasses.field(metadata=ir.EXPR)
+    body: tuple[Any, ...] = dataclasses.field(metadata=ir.BRANCH)
+    template: ClassVar[str] = "guarded"
+
+
+@dataclasses.dataclass(frozen=True)
+class With:
+    """``with <manager>:`` around a body that always runs (``ir.BODY``)."""
+
+    manager: Any = dataclasses.field(metadata=ir.EXPR)
+    body: tuple[Any, ...] = dataclasses.field(metadata=ir.BODY)
+    template: ClassVar[str] = "with_"
+
+
+def write_guarded(emitter: Emitter, stmt: Guarded, indent: str) -> None:
+    emitter.line(f"{indent}if {emitter.writer.source(stmt.test)}:")
+    emitter.nested(stmt.body, indent)
+
+
+def write_with(emitter: Emitter, stmt: With, indent: str) -> None:
+    emitter.line(f"{indent}with {emitter.writer.source(stmt.manager)}:")
+    emitter.nested(stmt.body, indent)
+
+
+KINDS = {Guarded: write_guarded, With: write_with}
+NEG = ir.GlobalRef("torch", "neg")
+
+
+def _program(*body, params=("x", "flag")):
+    entry = ir.Function("execution_fn", tuple(ir.Param(p) for p in params), tuple(body))
+    return ir.Program("execution_fn", "bind", ("torch",), (), (), (entry,))
+
+
+def _debug_branch():
+    """The review's case: a branch whose body assigns ``dbg``, never read after."""
+    dbg = ir.Call("dbg", NEG, (ir.Name("x"),))
+    return _program(
+        Guarded(ir.Name("flag"), (dbg,)),
+        ir.Call("y", NEG, (ir.Name("x"),)),
+        ir.Return(ir.Name("y")),
+    )
+
+
+@pytest.mark.parametrize("flag", [True, False])
+def test_a_name_bound_in_a_branch_is_freed_inside_it(flag):
+    program = insert_dels(_debug_branch())
+    ir.verify(program)
+    guard = program.entry.body[0]
+    assert guard.body[-1] == ir.Del(("dbg",))  # freed on the path that bound it
+    assert all("dbg" not in ir.deletes(s) for s in program.entry.body[1:])
+    namespace: dict[str, Any] = {}
+    exec(stitchgen.render(program, templates=Templates(kinds=KINDS)), namespace)
+    assert_same(namespace["bind"]()(torch.ones(2), flag), -torch.ones(2))
+
+
+def test_a_free_on_a_path_that_never_bound_the_name_is_named_by_the_verifier():
+    broken = _debug_branch()
+    body = broken.entry.body
+    broken = dataclasses.replace(
+        broken,
+        functions=(dataclasses.replace(broken.entry, body=(body[0], ir.Del(("dbg",)), *body[1:])),),
+    )
+    with pytest.raises(ProgramError, match=r"deletes 'dbg', which is bound only in the body of"):
+        ir.verify(broken)
+
+
+def test_a_name_read_last_inside_a_branch_is_freed_after_the_statement():
+    program = stitchgen.lower(CASES["cond_branches"]("cpu").gm)
+    (branch,) = [s for s in program.entry.body if type(s) is ir.If]
+    after = program.entry.body[program.entry.body.index(branch) + 1]
+    assert type(after) is ir.Del and "y" in after.names  # read in both arms, freed after
+    for arm in (branch.body, branch.orelse):
+        freed = {n for s in arm for n in ir.deletes(s)}
+        assert "y" not in freed and freed <= {n for s in arm for n in ir.writes(s)}
+
+
+def test_nothing_read_by_a_later_iteration_is_freed_inside_the_loop():
+    program = stitchgen.lower(CASES["while_loop_counter"]("cpu").gm)
+    (loop,) = [s for s in program.entry.body if type(s) is ir.While]
+    bound_inside = {n for s in loop.body for n in ir.writes(s)}
+    freed_inside = {n for s in loop.body for n in ir.deletes(s)}
+    assert freed_inside and freed_inside <= bound_inside
+    assert not freed_inside & set(loop.carried)
+    # a del of a carried value inside the body is refused by the verifier
+    body = (*loop.body[:-1], ir.Del((loop.carried[0],)), loop.body[-1])
+    bad = _replace_stmt(program, loop, dataclasses.replace(loop, body=body))
+    with pytest.raises(ProgramError, match="inside it"):
+        ir.verify(bad)
+
+
+def _replace_stmt(program, old, new):
+    entry = program.entry
+    body = tuple(new if s is old else s for s in entry.body)
+    entry = dataclasses.replace(entry, body=body)
+    return dataclasses.replace(program, functions=(*program.functions[:-1], entry))
+
+
+@pytest.mark.parametrize(
+    "body, message",
+    [
+        ((ir.Break(ir.Name("flag")), ir.Return(ir.Name("x"))), "a Break outside a loop's body"),
+        (
+            (ir.If((), ir.Name("flag"), (ir.Return(ir.Name("x")),)), ir.Return(ir.Name("x"))),
+            "a Return inside a nested body",
+        ),
+        (
+            (ir.If(("r",), ir.Name("flag"), (ir.Rebind(("r",), (ir.Name("x"),)),)),),
+            "its orelse does not bind",
+        ),
+        (
+            (
+                ir.If(
+                    ("r",),
+                    ir.Name("flag"),
+                    (ir.Rebind(("r",), (ir.Name("x"),)), ir.Call("z", NEG, (ir.Name("x"),))),
+                    (ir.Rebind(("r",), (ir.Name("x"),)),),
+                ),
+            ),
+            "a Rebind ends a body",
+        ),
+        (
+            (ir.While(("x",), (ir.Rebind(("x",), (ir.Name("x"),)),)), ir.Return(ir.Name("x"))),
+            "its body never breaks",
+        ),
+    ],
+)
+def test_the_verifier_names_what_a_body_breaks(body, message):
+    with pytest.raises(ProgramError, match=message):
+        ir.verify(_program(*body))
+
+
+def test_verify_env_reports_the_unbound_free_of_a_pass(monkeypatch):
+    """``STITCHGEN_VERIFY=1``: a pass of yours that frees a branch's name after
+    the branch is named, with the pass."""
+
+    def free_after(program):
+        def add_del(stmt):
+            yield stmt
+            if type(stmt) is ir.If and stmt.targets:
+                inner = [n for s in stmt.body for n in ir.writes(s)]
+                if inner:
+                    yield ir.Del((inner[0],))
+
+        return ir.map_bodies(program, add_del)
+
+    monkeypatch.setenv("STITCHGEN_VERIFY", "1")
+    gm = CASES["cond_branches"]("cpu").gm
+    with pytest.raises(ProgramError, match=r"after the pass .*free_after.*bound only in the body"):
+        stitchgen.generate(gm, passes=[free_after])
+
+
+# -- one walker truth ----------------------------------------------------------
+
+#: every class with a body: the IR's own, found from their fields, and this test's
+BODIED = [c for c in ir.CLASSES.values() if schema_of(c).bodies] + [Guarded, With]
+
+
+def _holding(cls, inner):
+    """A ``cls`` statement with ``inner`` in each of its bodies."""
+    fields = {f.name: f for f in dataclasses.fields(cls)}
+    values = {}
+    for name, f in fields.items():
+        role = f.metadata.get("role")
+        if role in ("body", "branch", "loop"):
+            values[name] = (inner,)
+        elif role == "expr":
+            values[name] = ir.Name("flag")
+        elif role in ("targets", "carries"):
+            values[name] = ()
+    return cls(**values)
+
+
+def test_the_ir_classes_with_bodies_are_found_from_their_fields():
+    assert {ir.If, ir.While} <= set(BODIED)
+    assert schema_of(ir.If).conditional == ("body", "orelse") and schema_of(ir.While).conditional
+
+
+@pytest.mark.parametrize("cls", BODIED, ids=lambda c: c.__name__)
+def test_every_walker_and_pass_reaches_every_body(cls):
+    inner = ir.Call("hidden", ir.GlobalRef("torch", "neg"), (ir.Name("x"),))
+    stmt = _holding(cls, inner)
+    assert inner in list(ir.iter_statements([stmt]))
+    seen = []
+    ir.map_bodies(_program(stmt, ir.Return(ir.Name("x"))), lambda s: (seen.append(s), (s,))[1])
+    assert inner in seen
+    renamed = ir.map_stmt(stmt, local=str.upper, expr=lambda e: e)
+    assert all(body[0].target == "HIDDEN" for body in _bodies(renamed))
+    assert "x" in ir.reads(stmt)
+    assert ("hidden" in ir.writes(stmt)) == (schema_of(cls).conditional == ())
+    program = _program(stmt, ir.Return(ir.Name("x")))
+    bound = bind_targets(program)
+    assert all(type(b[0].callee) is ir.TargetRef for b in _bodies(bound.entry.body[0]))
+    named = assign_names(bound)
+    assert all(b[0].target == "hidden" for b in _bodies(named.entry.body[0]))
+
+
+def _bodies(stmt):
+    return [getattr(stmt, name) for name in schema_of(type(stmt)).bodies]
+
+
+# -- templates at every depth ---------------------------------------------------
+
+
+def test_a_before_call_override_writes_inside_a_branch_at_its_depth(tmp_path):
+    (tmp_path / "function.py.j2").write_text(
+        '{% extends "stitchgen/function.py.j2" %}\n'
+        "{% block before_call %}\n"
+        "    # before {{ stmt.node | comment }}\n"
+        "{% endblock %}\n"
+    )
+    specimen = SPECIMENS["control_flow"]()
+    templates = Templates(tmp_path)
+    code = stitchgen.generate(specimen.gm, templates=templates).code
+    lines = code.splitlines()
+    calls = [i for i, line in enumerate(lines) if "= inlined_true_graph_0_submod_0(" in line]
+    assert len(calls) == 1
+    call = lines[calls[0]]
+    depth = call[: len(call) - len(call.lstrip())]
+    assert depth == 3 * INDENT  # in the binder, the function, the branch
+    assert lines[calls[0] - 1] == f"{depth}# before submod_0"
+    fn = stitchgen.load(stitchgen.generate(specimen.gm, templates=templates))
+    assert_same(fn(*specimen.inputs), specimen.gm(*specimen.inputs))
+
+
+def test_a_kind_of_yours_saves_no_artifact_it_could_not_read(tmp_path):
+    program = insert_dels(_debug_branch())
+    templates = Templates(kinds=KINDS)
+    generated = stitchgen.generate(
+        fx.symbolic_trace(lambda x, flag: -x), templates=templates, passes=[lambda p: program]
+    )
+    with pytest.raises(stitchgen.ArtifactError, match="Guarded"):
+        generated.save(tmp_path / "artifact")
+    assert not os.path.exists(tmp_path / "artifact")
