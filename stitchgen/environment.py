@@ -41,8 +41,8 @@ import jinja2.sandbox
 from markupsafe import Markup
 
 from .authoring.attributes import no_attribute
-from .errors import TemplateError
 from .emitter import INDENT
+from .errors import TemplateError
 from .filters import BlockText
 from .ir import CLASSES, Unbox
 

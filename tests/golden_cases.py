@@ -532,7 +532,10 @@ def cond_branches(device: str) -> Case:
         second = g.call_function(operator.getitem, (picked, 1))
         return (g.call_function(torch.mul, (first, second)),)
 
-    root = {"true_graph_0": _unary(torch.sin, torch.cos), "false_graph_0": _unary(torch.neg, torch.exp)}
+    root = {
+        "true_graph_0": _unary(torch.sin, torch.cos),
+        "false_graph_0": _unary(torch.neg, torch.exp),
+    }
     inputs = (torch.randn(4, device=device), torch.randn(4, device=device))
     return Case(graph_module(root, build), inputs)
 
@@ -613,6 +616,39 @@ def invoke_subgraph_repeated(device: str) -> Case:
     return Case(graph_module(root, build), (torch.randn(4, device=device),))
 
 
+@case
+def split_pieces_with_cond(device: str) -> Case:
+    """A split graph (what vLLM's compat path takes) whose first piece holds
+    a ``cond``; the piece between runs elsewhere (bound)."""
+
+    def piece(g: fx.Graph) -> Any:
+        x = g.placeholder("x")
+        picked = _cond(g, _positive(g, x), ("true_graph_0", "false_graph_0"), (x, x))
+        return (g.call_function(operator.getitem, (picked, 0)), x)
+
+    def last(g: fx.Graph) -> Any:
+        a, b = g.placeholder("a"), g.placeholder("b")
+        return (g.call_function(torch.mul, (a, b)),)
+
+    arms = {"true_graph_0": _unary(torch.sin), "false_graph_0": _unary(torch.cos)}
+
+    def root(g: fx.Graph) -> Any:
+        x = g.placeholder("x")
+        first = g.call_module("submod_0", (x,))
+        a = g.call_function(operator.getitem, (first, 0))
+        b = g.call_function(operator.getitem, (first, 1))
+        middle = g.call_module("submod_1", (a,))
+        return g.call_function(operator.getitem, (g.call_module("submod_2", (middle, b)), 0))
+
+    children = {
+        "submod_0": tuple_piece(piece, arms),
+        "submod_1": Scale(),
+        "submod_2": tuple_piece(last),
+    }
+    gm = graph_module(children, root)
+    return Case(gm, (torch.randn(4, device=device),), submods={"submod_1": gm.submod_1})
+
+
 # -- template sets -----------------------------------------------------------
 
 
@@ -658,6 +694,7 @@ TEMPLATE_SETS: dict[str, tuple[Callable[[], Templates], list[str]]] = {
             "nested_cond",
             "while_loop_counter",
             "invoke_subgraph_repeated",
+            "split_pieces_with_cond",
         ],
     ),
     "downstream": (downstream_templates, ["decoder_1_layer", "nested_children"]),

@@ -1,12 +1,17 @@
 """stitchgen.compat: vLLM's codegen API, same meanings, same return shapes."""
 
+from pathlib import Path
+
+import black
 import pytest
 import torch
 from builders import vllm_header
+from golden_cases import CASES
 
 import stitchgen
 from stitchgen.compat import compile_execution_fn, generate_execution_code
 from stitchgen.demo import split_decoder
+from stitchgen.formatting import black_mode
 
 
 def _vllm_style(n_layers=2):
@@ -131,3 +136,17 @@ def test_codegen_writes_vllms_code_with_templates_of_your_own(tmp_path):
 def test_codegen_refuses_a_directory_that_does_not_exist(tmp_path):
     with pytest.raises(FileNotFoundError, match="template directory .*nope.* does not exist"):
         stitchgen.compat.Codegen([tmp_path / "nope"])
+
+
+def test_a_split_graph_whose_piece_holds_a_cond_is_its_golden_file_through_compat():
+    """vLLM's API on a split graph with a ``cond`` in a piece: the code is
+    ``golden/vllm/split_pieces_with_cond.py`` (formatted), the ``cond`` an
+    ``if``, and it runs equal to the graph on both branches."""
+    case = CASES["split_pieces_with_cond"]("cpu")
+    code, submod_names, consts = generate_execution_code(case.gm)
+    golden = Path(__file__).resolve().parents[1] / "golden" / "vllm" / "split_pieces_with_cond.py"
+    assert black.format_str(code, mode=black_mode()) == golden.read_text()
+    assert submod_names == ["submod_0", "submod_1", "submod_2"] and consts == []
+    fn = compile_execution_fn(code, {"submod_1": case.gm.submod_1}, submod_names, consts)
+    for x in (torch.ones(4), -torch.ones(4)):
+        assert torch.equal(fn(x), case.gm(x))

@@ -95,7 +95,8 @@ def test_an_exported_cond_runs_as_an_if_and_saves_as_an_artifact(tmp_path):
         f"""
         import torch, stitchgen
         fn = stitchgen.load_artifact({str(path)!r}, submods={{"_guards_fn": lambda *a: None}})
-        torch.save([fn(torch.full((4,), s), torch.ones(4)) for s in (1.0, -1.0)], {str(tmp_path / "out.pt")!r})
+        outs = [fn(torch.full((4,), s), torch.ones(4)) for s in (1.0, -1.0)]
+        torch.save(outs, {str(tmp_path / "out.pt")!r})
         """
     )
     subprocess.run([sys.executable, "-c", script], check=True)
@@ -124,7 +125,9 @@ def test_a_nested_compile_region_in_a_dynamo_graph_is_one_function():
     assert_same(fn(*inputs), gm(*inputs))
     functions = [f for f in generated.program.functions if f is not generated.program.entry]
     assert len(functions) == 1
-    calls = [s for s in ir.iter_statements(generated.program.entry.body) if isinstance(s, ir.Calling)]
+    calls = [
+        s for s in ir.iter_statements(generated.program.entry.body) if isinstance(s, ir.Calling)
+    ]
     assert sum(isinstance(s.callee, ir.FunctionRef) for s in calls) == 3
 
 

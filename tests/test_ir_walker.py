@@ -37,7 +37,9 @@ def test_every_statement_class_has_its_block_found_by_its_name(tmp_path):
         f"{{% block {name} %}}    # {name}\n{{{{ super() }}}}{{% endblock %}}\n"
         for name in dict.fromkeys(cls.template for cls in kinds)
     )
-    (tmp_path / "function.py.j2").write_text('{% extends "stitchgen/function.py.j2" %}\n' + overrides)
+    (tmp_path / "function.py.j2").write_text(
+        '{% extends "stitchgen/function.py.j2" %}\n' + overrides
+    )
     templates = stitchgen.Templates(tmp_path)
     seen = set()
     for build in SPECIMENS.values():

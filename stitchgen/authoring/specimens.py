@@ -143,6 +143,7 @@ def _branch(op: Callable[..., Any], piece: bool) -> fx.GraphModule:
 def _control_flow() -> Specimen:
     """A ``torch.cond`` (a piece called inside a branch) and a
     ``while_loop``, lowered as an ``if`` and a ``while``."""
+
     def test(g: fx.Graph) -> Any:
         i, _ = g.placeholder("i"), g.placeholder("v")
         return g.call_function(operator.lt, (i, 3))

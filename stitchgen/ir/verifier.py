@@ -11,8 +11,8 @@ from ..records import schema_of
 from . import (
     STATEMENTS,
     Break,
-    Del,
     ConstRef,
+    Del,
     Function,
     FunctionRef,
     Program,
@@ -119,7 +119,7 @@ class _Scope:
                 fail(f"{at}: a Return inside a nested body")
             if kind is Break and role != "loop":
                 fail(f"{at}: a Break outside a loop's body")
-            if kind is Rebind and (i != last or tuple(stmt.targets) != _rebound(owner)):
+            if isinstance(stmt, Rebind) and (i != last or stmt.targets != _rebound(owner)):
                 fail(
                     f"{at}: a Rebind ends a body of the statement whose outputs or carried "
                     "values it names"

@@ -89,7 +89,8 @@ def plan_for(lowerer: Any, gm: fx.GraphModule, node: fx.Node) -> Plan | bool:
     name = getattr(target, "name", lambda: "")()
     if name not in LOWERED or getattr(torch.ops.higher_order, name, None) is not target:
         return False
-    args, kwargs = node.args, node.kwargs
+    args: tuple[Any, ...] = tuple(node.args)
+    kwargs = node.kwargs
     plan: Plan | None = None
     if name == "cond" and len(args) == 4 and not kwargs and _sequence(args[3]):
         subgraphs = _subgraphs(lowerer, gm, args[1:3], len(args[3]))
@@ -221,8 +222,8 @@ def lower_flow(
 
 def _items(value: Expr, width: int | None) -> tuple[Expr, ...]:
     """A subgraph's output as the values it gives: a tuple's items, or itself."""
-    if width is not None and type(value) in (TupleExpr, ListExpr):
-        return tuple(value.items)  # type: ignore[union-attr]
+    if width is not None and isinstance(value, (TupleExpr, ListExpr)):
+        return value.items
     return (value,)
 
 

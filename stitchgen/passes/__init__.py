@@ -203,22 +203,24 @@ def _place(
     runs, whose locals its statement's scope frees), and the locals still
     bound where a :class:`~stitchgen.ir.Break` of it leaves the loop."""
     body: list[Stmt] = []
+    #: by index in ``body``: what a loop leaves bound (freed after it, as unread)
+    left: dict[int, list[str]] = {}
     for stmt in stmts:
         if type(stmt) is Del:
             continue
-        consuming, conditional, always = _kind(type(stmt))
+        _, conditional, always = _kind(type(stmt))
         if conditional or always:  # its bodies first: their own dels, their exits
             changes: dict[str, Any] = {}
             exits: list[str] = []
             for name in conditional:
-                placed, left = _place(getattr(stmt, name))
+                placed, bound = _place(getattr(stmt, name))
                 changes[name] = tuple(placed)
-                exits += left
+                exits += bound
             for name in always:
                 changes[name] = tuple(_place(getattr(stmt, name), frees=False)[0])
             stmt = dataclasses.replace(stmt, **changes)
-            if exits:  # bound after the loop: freed right after it, as unread
-                stmt = _Exits(stmt, tuple(exits))
+            if exits:
+                left[len(body)] = exits
         body.append(stmt)
     order: dict[str, int] = {}  # name -> definition order
     position: dict[str, int] = {}  # name -> index of the statement after which it dies
@@ -228,12 +230,6 @@ def _place(
     keep: set[str] = set()
     for i, stmt in enumerate(body):
         kind = type(stmt)
-        if kind is _Exits:
-            for name in stmt.names:
-                order.setdefault(name, len(order))
-                position.setdefault(name, i)
-            stmt = body[i] = stmt.stmt
-            kind = type(stmt)
         if kind is Return:
             keep.update(reads(stmt))
             continue
@@ -241,7 +237,10 @@ def _place(
             position[name] = i
         if _kind(kind)[0]:  # (Dels are gone): what it consumes needs no del
             keep.update(deletes(stmt))
-        for target in writes(stmt):
+        targets = writes(stmt)
+        if i in left:
+            targets += left[i]
+        for target in targets:
             if target not in order:
                 order[target] = len(order)
                 position.setdefault(target, i)
@@ -272,16 +271,6 @@ def _bound_at_break(body: list[Stmt], key: Callable[[str], int]) -> list[str]:
         bound.update(writes(stmt))
         bound.difference_update(deletes(stmt))
     return sorted(bound, key=key)
-
-
-class _Exits:
-    """A loop statement, and the locals its body leaves bound (the liveness
-    pass's own mark, gone before its result)."""
-
-    __slots__ = ("names", "stmt")
-
-    def __init__(self, stmt: Stmt, names: tuple[str, ...]) -> None:
-        self.stmt, self.names = stmt, names
 
 
 # ==========================================================================
