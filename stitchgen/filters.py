@@ -107,46 +107,16 @@ class BlockText:
         #: render per statement
         self.shipped_function = shipped_function
 
-    def _capture(self, method: Callable[..., None], *args: Any) -> Code:
+    def _capture(self, method: Callable[..., Any], *args: Any) -> Code:
+        """What ``method(*args)`` writes, followed by what it returns (a
+        piece of a line: ``call_head``, ``call_expr``)."""
         emitter = self._emitter
         saved, emitter.out = emitter.out, []
         try:
-            method(*args)
-            return Code("".join(emitter.out))
+            returned = method(*args)
+            return Code("".join(emitter.out) + (returned or ""))
         finally:
             emitter.out = saved
-
-    # module.py.j2
-    def header(self) -> Code:
-        return self._capture(self._emitter.header)
-
-    def imports(self) -> Code:
-        return self._capture(self._emitter.imports)
-
-    def binder_signature(self) -> Code:
-        return self._capture(self._emitter.binder_signature)
-
-    def bindings(self) -> Code:
-        return self._capture(self._emitter.bindings)
-
-    def targets(self) -> Code:
-        return self._capture(self._emitter.targets)
-
-    def binder_return(self) -> Code:
-        return self._capture(self._emitter.binder_return)
-
-    # function.py.j2 (statements at one level of indentation)
-    def function(self, fn: Any) -> Code:
-        """The whole function as the shipped ``function.py.j2`` renders it."""
-        return self._capture(self._emitter.function, _ir(fn, "function"), "")
-
-    def signature(self, fn: Any) -> Code:
-        return self._capture(self._emitter.signature, _ir(fn, "signature"), "")
-
-    def unbox(self, fn: Any) -> Code:
-        """The function's opening (a boxed function's unpacking), as the
-        ``unbox`` block writes it."""
-        return self._capture(self._emitter.opening, _ir(fn, "unbox"), INDENT)
 
     def statement(self, stmt: Any) -> Code:
         """Any statement, by its kind's emitter method: the generic
@@ -162,36 +132,66 @@ class BlockText:
             )
         return self._capture(self._emitter.statement, _ir(stmt, "statement"), INDENT)
 
-    def call_head(self, stmt: Any) -> Code:
-        return Code(self._emitter.call_head(_ir(stmt, "call_head"), INDENT))
 
-    def call_else(self, stmt: Any) -> Code:
-        return Code(self._emitter.call_else(_ir(stmt, "call_else"), INDENT))
+def _forward(name: str, call: Callable[[Emitter, Any], Any], doc: str) -> Any:
+    """A method of :class:`BlockText` named ``name``: ``call(emitter, node)``,
+    ``node`` the IR object the template passes (none for a module block),
+    its text as :class:`Code` — what the emitter writes, or returns."""
+    if name in _MODULE_BLOCKS:
 
-    def call_tail(self, stmt: Any) -> Code:
-        return Code(self._emitter.call_tail(_ir(stmt, "call_tail")))
+        def text(self: BlockText) -> Code:
+            return self._capture(call, self._emitter, None)
 
-    def call_expr(self, stmt: Any) -> Code:
-        return Code(self._emitter.call_expr(_ir(stmt, "call_expr")))
+    else:
 
+        def text(self: BlockText, node: Any) -> Code:  # type: ignore[misc]
+            return self._capture(call, self._emitter, _ir(node, name))
 
-def _statement_text(method: str) -> Callable[[BlockText, Any], Code]:
-    def text(self: BlockText, stmt: Any) -> Code:
-        return self._capture(getattr(self._emitter, method), _ir(stmt, method), INDENT)
-
-    text.__name__ = text.__qualname__ = method
-    text.__doc__ = f"The statement as its block writes it (the emitter's ``{method}``)."
+    text.__name__ = text.__qualname__ = name
+    text.__doc__ = doc
     return text
 
 
+def _calling(name: str, *extra: str) -> Callable[[Emitter, Any], Any]:
+    """``emitter.<name>(node, *extra)``; ``emitter.<name>()`` for a module block."""
+
+    def call(emitter: Emitter, node: Any) -> Any:
+        method = getattr(emitter, name)
+        return method() if node is None else method(node, *extra)
+
+    return call
+
+
+#: the module template's blocks: the emitter method of each name writes it
+_MODULE_BLOCKS = ("header", "imports", "binder_signature", "bindings", "targets", "binder_return")
+#: ``emit.<name>`` -> the emitter call that gives its text, and what it is:
+#: the one list (no method written by hand per block)
+_FORWARDS: dict[str, tuple[Callable[[Emitter, Any], Any], str]] = {
+    **{name: (_calling(name), f"The ``{name}`` block's text.") for name in _MODULE_BLOCKS},
+    "function": (
+        _calling("function", ""),
+        "The whole function as the shipped ``function.py.j2`` renders it.",
+    ),
+    "signature": (_calling("signature", ""), "The ``def`` line."),
+    "unbox": (
+        _calling("opening", INDENT),
+        "The function's opening (a boxed function's unpacking), as the ``unbox`` block writes it.",
+    ),
+    "call_head": (_calling("call_head", INDENT), "What the ``call`` block writes first."),
+    "call_else": (_calling("call_else", INDENT), "A second branch of the call, if any."),
+    "call_tail": (_calling("call_tail"), "What follows the call expression."),
+    "call_expr": (_calling("call_expr"), "The ``call_expr`` block: ``callee(args)``."),
+}
 # one method per statement kind, named by the one rule (``emit.getitem(stmt)``,
 # ``emit.del_(stmt)``), and the heads of the statements with bodies (whose
-# bodies the template nests: ``emit.if_head(stmt)``): a kind's own methods
-# above (``call``'s parts, the ``unbox`` block's function-wide text) are kept
-for _method in [block_method(cast(Any, k).template) for k in STATEMENTS] + list(HEADS):
-    if not hasattr(BlockText, _method):
-        setattr(BlockText, _method, _statement_text(_method))
-del _method
+# bodies the template nests: ``emit.if_head(stmt)``)
+for _name in [block_method(cast(Any, k).template) for k in STATEMENTS] + list(HEADS):
+    _doc = f"The statement as its block writes it (``{_name}``)."
+    _FORWARDS.setdefault(_name, (_calling(_name, INDENT), _doc))
+for _name, (_call, _doc) in _FORWARDS.items():
+    if not hasattr(BlockText, _name):
+        setattr(BlockText, _name, _forward(_name, _call, _doc))
+del _name, _call, _doc
 
 
 def _ir(node: Any, method: str) -> Any:

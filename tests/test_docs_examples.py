@@ -97,7 +97,8 @@ def _givens(tmp_path, monkeypatch):
     (tmp_path / "templates").mkdir()
     (tmp_path / "myproject" / "templates").mkdir(parents=True)
     (tmp_path / "myproject" / "__init__.py").write_text("")
-    (tmp_path / "myproject" / "hooks.py").write_text("MARKED = []\nmark = MARKED.append\n")
+    hooks = "MARKED = []\nmark = MARKED.append\nDEBUG = False\n"
+    (tmp_path / "myproject" / "hooks.py").write_text(hooks)
     (tmp_path / "my_checks.py").write_text("def checked(name, value):\n    return value\n")
     monkeypatch.syspath_prepend(str(tmp_path))
     monkeypatch.syspath_prepend(str(ROOT / "examples"))

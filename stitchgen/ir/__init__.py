@@ -790,10 +790,25 @@ def map_stmt(
     return result
 
 
+#: by class, the fields holding its bodies (a cache, safe to share; the
+#: walker asks for every statement it meets)
+_BODIES: dict[type, tuple[str, ...]] = {}
+
+
+def _bodies(kind: type) -> tuple[str, ...]:
+    fields = _BODIES.get(kind)
+    if fields is None:
+        fields = _BODIES[kind] = _schema(kind).bodies
+    return fields
+
+
 def _map_body(body: tuple[Stmt, ...], fn: Callable[[Stmt], Iterable[Stmt]]) -> tuple[Stmt, ...]:
     out: list[Stmt] = []
+    bodies = _BODIES.get
     for stmt in body:
-        fields = _schema(type(stmt)).bodies
+        fields = bodies(type(stmt))
+        if fields is None:
+            fields = _bodies(type(stmt))
         if fields:  # its bodies first: fn sees the statement with them mapped
             stmt = _rebuilt(stmt, {f: _map_body(getattr(stmt, f), fn) for f in fields})
         out.extend(fn(stmt))
@@ -832,8 +847,12 @@ def iter_statements(body: Sequence[Stmt]) -> Iterable[Stmt]:
     source order (a statement before the statements of its bodies): ``body``
     itself where no statement holds a body (the common case, without a
     generator)."""
+    bodies = _BODIES.get
     for stmt in body:
-        if _schema(type(stmt)).bodies:
+        fields = bodies(type(stmt))
+        if fields is None:
+            fields = _bodies(type(stmt))
+        if fields:
             return _nested_statements(body)
     return body
 
@@ -841,7 +860,7 @@ def iter_statements(body: Sequence[Stmt]) -> Iterable[Stmt]:
 def _nested_statements(body: Iterable[Stmt]) -> Iterator[Stmt]:
     for stmt in body:
         yield stmt
-        for name in _schema(type(stmt)).bodies:
+        for name in _bodies(type(stmt)):
             yield from _nested_statements(getattr(stmt, name))
 
 

@@ -493,6 +493,9 @@ class Declarations:
 
 
 _GETITEM = operator.getitem
+#: by call target type: is it a higher-order operator? (a cache, safe to
+#: share: ``isinstance`` against its abstract base costs each node)
+_HOPS: dict[type, bool] = {}
 
 
 class Lowerer:
@@ -529,10 +532,7 @@ class Lowerer:
     def function(self, gm: fx.GraphModule, prefix: str, name: str) -> Function:
         params: list[Param] = []
         body: list[Stmt] = []
-        # the function's locals: its graph's node names, and those its
-        # subgraphs' nodes (lowered where they run) are given apart
-        names = Namespace({n.name for n in gm.graph.nodes})
-        result = self.statements(gm, prefix, {}, body, names, params)
+        result = self.statements(gm, prefix, {}, body, None, params)
         body.append(Return(result))
         return Function(name, tuple(params), tuple(body), origin=prefix.rstrip("."))
 
@@ -542,7 +542,7 @@ class Lowerer:
         prefix: str,
         env: dict[fx.Node, Expr],
         body: list[Stmt],
-        names: Namespace,
+        names: Namespace | None,
         params: list[Param] | None = None,
         operands: list[Expr] | None = None,
     ) -> Expr:
@@ -550,7 +550,8 @@ class Lowerer:
         A function's graph takes ``params`` (its placeholders); its nodes
         keep their names. A subgraph lowered where it runs (a ``cond``'s
         branch, a loop's body) binds its placeholders to ``operands``, and
-        its nodes are named apart in ``names``, the function's locals."""
+        its nodes are named apart in ``names``, the function's locals
+        (made at its graph's first higher-order operator: its nodes' names)."""
         graph = gm.graph
         result: Expr | None = None
         seen: set[str] = set()
@@ -566,13 +567,19 @@ class Lowerer:
                 raise CodegenError("another node of this graph has the same name", node)
             seen.add(local)
             if operands is not None:
-                local = names.create(local)
+                local = names.create(local)  # type: ignore[union-attr]  # (given with operands)
             op = node.op
             if op == "call_function":  # the common case first
                 if node in absorbed:
                     env[node] = absorbed[node]
                     continue
-                if isinstance(node.target, HigherOrderOperator) and self.flows(gm, node):
+                kind = type(node.target)
+                hop = _HOPS.get(kind)
+                if hop is None:
+                    hop = _HOPS[kind] = issubclass(kind, HigherOrderOperator)
+                if hop and self.flows(gm, node):
+                    if names is None:  # the function's locals: its graph's names first
+                        names = Namespace({n.name for n in graph.nodes})
                     inlined = operands is not None
                     flow = (gm, prefix, node, env, body, absorbed, names, local, inlined)
                     env[node] = self.control(*flow)

@@ -205,10 +205,15 @@ def _place(
     body: list[Stmt] = []
     #: by index in ``body``: what a loop leaves bound (freed after it, as unread)
     left: dict[int, list[str]] = {}
+    kinds = _KINDS.get
+    breaks = False
     for stmt in stmts:
-        if type(stmt) is Del:
+        kind = type(stmt)
+        if kind is Del:
             continue
-        _, conditional, always = _kind(type(stmt))
+        known = kinds(kind) or _kind(kind)
+        breaks = breaks or kind is Break
+        _, conditional, always = known
         if conditional or always:  # its bodies first: their own dels, their exits
             changes: dict[str, Any] = {}
             exits: list[str] = []
@@ -235,7 +240,7 @@ def _place(
             continue
         for name in reads(stmt):
             position[name] = i
-        if _kind(kind)[0]:  # (Dels are gone): what it consumes needs no del
+        if _KINDS[kind][0]:  # (Dels are gone): what it consumes needs no del
             keep.update(deletes(stmt))
         targets = writes(stmt)
         if i in left:
@@ -258,7 +263,7 @@ def _place(
         dies = dies_after.get(i)
         if dies is not None:
             out.append(Del(tuple(sorted(dies, key=key))))
-    return out, _bound_at_break(out, key) if any(type(s) is Break for s in body) else []
+    return out, _bound_at_break(out, key) if breaks else []
 
 
 def _bound_at_break(body: list[Stmt], key: Callable[[str], int]) -> list[str]:
