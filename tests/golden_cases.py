@@ -677,8 +677,10 @@ TEMPLATE_SETS: dict[str, tuple[Callable[[], Templates], list[str]]] = {
             "decoder_opaque_pieces",
             "nested_children",
             "no_call_module",
+            "cond_branches",
             "nested_cond",
             "while_loop_counter",
+            "invoke_subgraph_repeated",
         ],
     ),
     "vllm": (

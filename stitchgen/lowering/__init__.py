@@ -34,7 +34,7 @@ from typing import Any
 
 import torch
 import torch.fx as fx
-from torch._ops import HigherOrderOperator
+from torch._ops import HigherOrderOperator  # the class of torch.ops.higher_order's operators
 from torch.fx.immutable_collections import immutable_dict, immutable_list
 
 from ..conventions import CLOSURE, ConstantPolicy, Convention, name_formats
@@ -65,6 +65,7 @@ from ..ir import (
     TupleExpr,
     Unbox,
     UnpackCall,
+    iter_statements,
     writes,
 )
 from ..literals import is_primitive
@@ -998,7 +999,8 @@ def _boxed(entry: Function) -> Function:
     """``entry`` taking its inputs as one list (``args``, named apart from
     every local), which an :class:`~stitchgen.ir.Unbox` opening the body
     unpacks and empties."""
-    taken = {p.name for p in entry.params} | {t for s in entry.body for t in writes(s)}
+    taken = {p.name for p in entry.params}
+    taken.update(t for s in iter_statements(entry.body) for t in writes(s))
     box = Namespace(taken).create("args")
     unbox = Unbox(tuple(p.name for p in entry.params), box)
     return dataclasses.replace(entry, params=(Param(box),), body=(unbox, *entry.body))

@@ -109,9 +109,7 @@ def plan_for(lowerer: Any, gm: fx.GraphModule, node: fx.Node) -> Plan | bool:
             ):
                 plan = Plan(name, subgraphs, (*carried, *additional), len(carried))
     elif name == "invoke_subgraph" and len(args) >= 2 and not kwargs:
-        operands = args[2:]
-        if len(operands) == 1 and _sequence(operands[0]):  # the older form: one tuple
-            operands = tuple(operands[0])
+        operands = args[2:]  # (an operand that is a tuple: not a form lowered here)
         subgraphs = _subgraphs(lowerer, gm, args[:1], len(operands))
         if subgraphs is not None and not getattr(subgraphs[0][1], "_boxed_call", False):
             plan = Plan(name, subgraphs, tuple(operands), None)
@@ -119,7 +117,7 @@ def plan_for(lowerer: Any, gm: fx.GraphModule, node: fx.Node) -> Plan | bool:
         subgraphs = _subgraphs(lowerer, gm, args[:1], len(args) - 1)
         if subgraphs is not None:
             plan = Plan(name, subgraphs, tuple(args[1:]), None)
-    if plan is None or any(_attribute(a) for a in plan.operands):
+    if plan is None or any(_attribute(a) or _sequence(a) for a in plan.operands):
         return False  # (an attribute as an operand: its get_attr must stay a binding)
     return plan
 
