@@ -495,8 +495,16 @@ class Declarations:
 
 _GETITEM = operator.getitem
 #: by call target type: is it a higher-order operator? (a cache, safe to
-#: share: ``isinstance`` against its abstract base costs each node)
+#: share: ``isinstance`` against its abstract base would cost each node)
 _HOPS: dict[type, bool] = {}
+
+
+def _is_hop(target: Any) -> bool:
+    kind = type(target)
+    hop = _HOPS.get(kind)
+    if hop is None:
+        hop = _HOPS[kind] = issubclass(kind, HigherOrderOperator)
+    return hop
 
 
 class Lowerer:
@@ -574,16 +582,14 @@ class Lowerer:
                 if node in absorbed:
                     env[node] = absorbed[node]
                     continue
-                kind = type(node.target)
-                hop = _HOPS.get(kind)
-                if hop is None:
-                    hop = _HOPS[kind] = issubclass(kind, HigherOrderOperator)
-                if hop and self.flows(gm, node):
+                if _is_hop(node.target) and self.flows(gm, node):
+                    from .control import lower_flow  # for such a graph only
+
                     if names is None:  # the function's locals: its graph's names first
                         names = Namespace({n.name for n in graph.nodes})
                     inlined = operands is not None
-                    flow = (gm, prefix, node, env, body, absorbed, names, local, inlined)
-                    env[node] = self.control(*flow)
+                    flow = (node, env, body, absorbed, names, local, inlined)
+                    env[node] = lower_flow(self, prefix, *flow, self._plans[node])
                     continue
                 body.append(self.call_function(node, env, local))
             elif op == "call_module":
@@ -644,30 +650,8 @@ class Lowerer:
         lowered as code (it is then no binding of the code's)?"""
         users = node.users
         return bool(users) and all(
-            u.op == "call_function"
-            and isinstance(u.target, HigherOrderOperator)
-            and self.flows(gm, u)
-            for u in users
+            u.op == "call_function" and _is_hop(u.target) and self.flows(gm, u) for u in users
         )
-
-    def control(
-        self,
-        gm: fx.GraphModule,
-        prefix: str,
-        node: fx.Node,
-        env: dict[fx.Node, Expr],
-        body: list[Stmt],
-        absorbed: dict[fx.Node, Expr],
-        names: Namespace,
-        local: str,
-        inlined: bool,
-    ) -> Expr:
-        """The higher-order operator ``node`` lowered into ``body`` (:mod:`.control`)."""
-        from .control import lower_flow
-
-        plan = self._plans[node]
-        flow = (gm, prefix, node, env, body, absorbed, names, local, inlined, plan)
-        return lower_flow(self, *flow)
 
     def placeholder(self, node: fx.Node, env: dict[fx.Node, Expr]) -> Param:
         target = node.target

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import operator
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 import torch
 import torch.fx as fx
@@ -45,7 +45,6 @@ from ..ir import (
     UnpackCall,
     While,
 )
-from ..records import Record, record
 
 __all__ = ["LOWERED", "Plan", "lower_flow", "plan_for"]
 
@@ -55,8 +54,7 @@ LOWERED = ("cond", "while_loop", "invoke_subgraph", "wrap")
 _Subgraph = tuple[str, fx.GraphModule]
 
 
-@record
-class Plan(Record):
+class Plan(NamedTuple):
     """How one operator node is lowered: its ``kind`` (a name of
     :data:`LOWERED`), its subgraphs (``(attribute, module)``, in the
     operator's order), its operands as FX arguments and, for a ``cond`` or
@@ -66,19 +64,6 @@ class Plan(Record):
     subgraphs: tuple[_Subgraph, ...]
     operands: tuple[Any, ...]
     width: int | None
-
-    def __init__(
-        self,
-        kind: str,
-        subgraphs: tuple[_Subgraph, ...],
-        operands: tuple[Any, ...],
-        width: int | None,
-    ) -> None:
-        d = self.__dict__
-        d["kind"] = kind
-        d["subgraphs"] = subgraphs
-        d["operands"] = operands
-        d["width"] = width
 
 
 def plan_for(lowerer: Any, gm: fx.GraphModule, node: fx.Node) -> Plan | bool:
@@ -163,7 +148,6 @@ def _shape(child: fx.GraphModule) -> int | str | None:
 
 def lower_flow(
     lowerer: Any,
-    gm: fx.GraphModule,
     prefix: str,
     node: fx.Node,
     env: dict[fx.Node, Expr],
