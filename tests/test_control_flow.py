@@ -15,7 +15,7 @@ from typing import Any, ClassVar
 import pytest
 import torch
 import torch.fx as fx
-from golden_cases import CASES, HIGHER_ORDER, capture_dynamo, graph_module
+from golden_cases import CASES, HIGHER_ORDER, Case, capture_dynamo, graph_module, tuple_piece
 from oracle import assert_same
 
 import stitchgen
@@ -402,3 +402,33 @@ def test_a_kind_of_yours_saves_no_artifact_it_could_not_read(tmp_path):
     with pytest.raises(stitchgen.ArtifactError, match="Guarded"):
         generated.save(tmp_path / "artifact")
     assert not os.path.exists(tmp_path / "artifact")
+
+
+def test_a_branchs_nodes_are_named_apart_from_the_functions():
+    """A branch calls a piece whose getitems are named as the graph's own
+    (``getitem``, ``getitem_1``): they get names of their own, and the
+    piece (the root's twin) one function."""
+
+    def piece(g: fx.Graph) -> Any:
+        x = g.placeholder("x")
+        return (g.call_function(torch.sin, (x,)), g.call_function(torch.cos, (x,)))
+
+    def unpacked(g: fx.Graph, x: Any) -> tuple[Any, Any]:
+        out = g.call_module("submod_0", (x,))
+        return tuple(g.call_function(operator.getitem, (out, i)) for i in range(2))
+
+    def arm(g: fx.Graph) -> Any:
+        return (g.call_function(torch.add, unpacked(g, g.placeholder("a"))),)
+
+    def root(g: fx.Graph) -> Any:
+        first, second = unpacked(g, g.placeholder("x"))
+        pred = g.call_function(operator.gt, (g.call_function(torch.sum, (first,)), 0))
+        arms = (g.get_attr("true_graph_0"), g.get_attr("false_graph_0"))
+        picked = g.call_function(HIGHER_ORDER.cond, (pred, *arms, (second,)))
+        return g.call_function(torch.mul, (g.call_function(operator.getitem, (picked, 0)), first))
+
+    children = {"submod_0": tuple_piece(piece)}
+    true_gm = graph_module({"submod_0": tuple_piece(piece)}, arm)
+    gm = graph_module({**children, "true_graph_0": true_gm, "false_graph_0": _arm(torch.neg)}, root)
+    code = _equal_on(Case(gm, ()), (torch.ones(3),), (-2 * torch.ones(3),))
+    assert code.count("def inlined_submod_0(") == 1 and "getitem_3" in code

@@ -11,7 +11,11 @@ there why its ``__init__`` is written out).
 A statement class names its block (``template``: the emitter method and the
 ``function.py.j2`` block, :func:`block_method`), and each field says what it
 holds (``field(metadata={"role": ...})``: an expression, expressions,
-keyword pairs, the locals it assigns, deletes or consumes, a nested body).
+keyword pairs, the locals it assigns, deletes, consumes or carries, a nested
+body that always runs, may not run or may run again). Which classes hold
+bodies is read from those fields, for the IR's classes and yours alike;
+``If`` and ``While`` are the IR's own (``torch.cond`` and ``while_loop``
+lowered as code).
 One walker reads the roles — :func:`map_expr`, :func:`map_stmt`,
 :func:`map_bodies`, :func:`reads`, :func:`writes`, :func:`iter_statements`
 — so a field added to a class is carried by every pass, and a statement

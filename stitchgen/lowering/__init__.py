@@ -593,7 +593,7 @@ class Lowerer:
                     continue
                 body.append(self.call_function(node, env, local))
             elif op == "call_module":
-                stmt = self.call_module(gm, prefix, node, env, local)
+                stmt = self.call_module(gm, prefix, node, env, local, operands is None)
                 if type(stmt) is UnpackCall:  # one getitem per target, and nothing else
                     absorbed.update({user: Name(user.name) for user in node.users})
                 body.append(stmt)
@@ -681,7 +681,12 @@ class Lowerer:
         node: fx.Node,
         env: dict[fx.Node, Expr],
         local: str = "",
+        unpacks: bool = True,
     ) -> Call | UnpackCall:
+        """The ``call_module`` ``node``, its result assigned to ``local``
+        (default: the node's name); ``unpacks``: its getitems may become an
+        :class:`~stitchgen.ir.UnpackCall`'s targets, under their own names
+        (not in a subgraph lowered where it runs, whose nodes are renamed)."""
         target = str(node.target)
         path = prefix + target
         args = self.args(node, env)
@@ -709,7 +714,7 @@ class Lowerer:
                 callee = decls.submod(path, child)
             else:
                 raise CodegenError(f"call_module target {target!r} is not callable", node)
-        if self.unpack and type(callee) is FunctionRef and local == node.name:
+        if self.unpack and unpacks and type(callee) is FunctionRef:
             targets = self.unpack_targets(node, callee)
             if targets is not None:
                 return UnpackCall(targets, callee, args, kwargs, node.name, self.where(node))
