@@ -495,7 +495,8 @@ class Declarations:
 
 _GETITEM = operator.getitem
 #: by call target type: is it a higher-order operator? (a cache, safe to
-#: share: ``isinstance`` against its abstract base would cost each node)
+#: share: ``isinstance`` against that abstract base class would cost each
+#: node, and ``issubclass`` each new type a walk of all its subclasses)
 _HOPS: dict[type, bool] = {}
 
 
@@ -503,7 +504,7 @@ def _is_hop(target: Any) -> bool:
     kind = type(target)
     hop = _HOPS.get(kind)
     if hop is None:
-        hop = _HOPS[kind] = issubclass(kind, HigherOrderOperator)
+        hop = _HOPS[kind] = HigherOrderOperator in kind.__mro__
     return hop
 
 
