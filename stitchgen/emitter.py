@@ -604,13 +604,14 @@ _IR_KINDS = frozenset(STATEMENTS)
 
 def _method_for(emitter: type[Emitter], kind: type) -> Callable[[Any, Any, str], None]:
     """The method of ``emitter`` that writes a ``kind`` statement of the
-    IR's: named for the block the class names
+    IR's (or a subclass of one): named for the block the class names
     (:func:`~stitchgen.ir.block_method`); for any other kind (one of yours
     not registered with ``Templates(kinds=...)``), a :class:`TemplateError`
     naming it."""
     block = getattr(kind, "template", None)
     name = block_method(block) if isinstance(block, str) else ""
-    method = getattr(emitter, name, None) if name and kind in _IR_KINDS else None
+    ours = kind in _IR_KINDS or issubclass(kind, STATEMENTS)  # a subclass of yours: as its base
+    method = getattr(emitter, name, None) if name and ours else None
     if method is None:
         variant = emitter.variant
         where = f"the {variant} variant" if variant else "built-in"

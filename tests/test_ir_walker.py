@@ -221,3 +221,29 @@ def test_the_verifier_holds_an_unbox_to_the_opening():
     again = dataclasses.replace(entry, body=(unbox, ir.Assign("z", ir.Name("args")), *rest))
     with pytest.raises(ProgramError, match="reads 'args' after its del"):
         ir.verify(dataclasses.replace(program, functions=(again,)))
+
+
+@pytest.mark.parametrize("templates", [None, "profiled", "vllm", "jinja"])
+def test_a_subclass_of_an_ir_statement_renders_as_its_base(templates, tmp_path):
+    """A ``NotedCall`` renders by the ``call`` block its class names, on
+    the fast path and through Jinja, and runs equal to the graph."""
+    case = CASES["decoder_1_layer"]("cpu")
+    if templates == "jinja":  # a function.py.j2 of yours: every statement through Jinja
+        (tmp_path / "function.py.j2").write_text('{% extends "stitchgen/function.py.j2" %}\n')
+        templates = stitchgen.Templates(tmp_path)
+
+    def noted(program):
+        def note(stmt):
+            if type(stmt) is ir.Call:
+                fields = {f.name: getattr(stmt, f.name) for f in dataclasses.fields(stmt)}
+                stmt = NotedCall(**fields, note="seen")
+            return [stmt]
+
+        return ir.map_bodies(program, note)
+
+    plain = stitchgen.generate(case.gm, templates=templates, passes=[lambda program: program])
+    generated = stitchgen.generate(case.gm, templates=templates, passes=[noted])
+    assert any(type(s) is NotedCall for f in generated.program.functions for s in f.body)
+    assert generated.code.count("(") == plain.code.count("(")
+    fn = stitchgen.load(generated)
+    assert_same(fn(*case.inputs), case.expected())
