@@ -715,6 +715,20 @@ class Lowerer:
                 callee = decls.submod(path, child)
             else:
                 raise CodegenError(f"call_module target {target!r} is not callable", node)
+        return self.piece_call(node, callee, args, kwargs, local, unpacks)
+
+    def piece_call(
+        self,
+        node: fx.Node,
+        callee: Any,
+        args: tuple[Expr, ...],
+        kwargs: tuple[tuple[str, Expr], ...],
+        local: str = "",
+        unpacks: bool = True,
+    ) -> Call | UnpackCall:
+        """``node``'s call of a piece or subgraph: an :class:`UnpackCall`
+        where its result is only taken apart (:meth:`unpack_targets`), else
+        a :class:`Call` assigning ``local`` (default: the node's name)."""
         if self.unpack and unpacks and type(callee) is FunctionRef:
             targets = self.unpack_targets(node, callee)
             if targets is not None:

@@ -34,7 +34,6 @@ from ..identifiers import Namespace
 from ..ir import (
     Assign,
     Break,
-    Call,
     Expr,
     If,
     ListExpr,
@@ -167,15 +166,11 @@ def lower_flow(
     if plan.kind in ("invoke_subgraph", "wrap"):
         attribute, child = plan.subgraphs[0]
         callee = lowerer.inline(child, prefix + attribute, node)
-        where = lowerer.where(node)
-        if lowerer.unpack and not inlined:
-            targets = lowerer.unpack_targets(node, callee)
-            if targets is not None:
-                absorbed.update({user: Name(user.name) for user in node.users})
-                body.append(UnpackCall(targets, callee, tuple(operands), (), node.name, where))
-                return Name(local)  # (read by the absorbed getitems only)
-        body.append(Call(local, callee, tuple(operands), (), node.name, where))
-        return Name(local)
+        call = lowerer.piece_call(node, callee, tuple(operands), (), local, not inlined)
+        if type(call) is UnpackCall:  # one getitem per target, and nothing else
+            absorbed.update({user: Name(user.name) for user in node.users})
+        body.append(call)
+        return Name(local)  # (read by no node where the call unpacks)
     targets = _targets(node, plan.width, names, local, inlined, absorbed)
     if plan.kind == "cond":
         arms = []
