@@ -296,3 +296,20 @@ def test_a_later_process_skips_checks_that_passed_on_the_same_files(tmp_path, mo
         with pytest.raises(TemplateError, match="'prologe'"):
             stitchgen.generate(gm, templates=Templates(mine))
     assert len(calls) == 3
+
+
+def test_a_control_flow_block_knows_its_statements_type(tmp_path):
+    """The ``if`` block sees an ``If`` (found by name, not by a chain of
+    ``stmt.template ==``): a misspelt field is named with the one meant, and
+    a correct override of ``if`` and ``while`` raises nothing."""
+    files = _function(
+        "{% block if %}\n    # {{ stmt.tst | expr }}\n{{ super() -}}\n{% endblock %}\n"
+    )
+    problem = _one(_problems(tmp_path, files))
+    assert "'If' has no attribute 'tst' (did you mean 'test'?)" in problem
+    assert "in block 'if'" in problem
+    good = _function(
+        "{% block if %}\n    # {{ stmt.test | expr }}\n{{ super() -}}\n{% endblock %}\n"
+        "{% block while %}\n    # {{ stmt.carried | names }}\n{{ super() -}}\n{% endblock %}\n"
+    )
+    assert _problems(tmp_path / "good", good) == []
