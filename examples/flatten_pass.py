@@ -12,8 +12,8 @@ example of a real ``Program -> Program`` pass on the public IR
 (:mod:`stitchgen.ir`), run by ``tests/test_flatten_pass.py`` on the golden
 corpus against the ``GraphModule``.
 
-A call ``t = inlined_f(a, b)`` whose result is only unpacked
-(``x = t[0]``, ``y = t[-1]``) becomes ``f``'s statements, with ``f``'s
+A call ``x, y = inlined_f(a, b)``, or ``t = inlined_f(a, b)`` whose
+result is only taken apart (``x = t[0]``, ``y = t[-1]``), becomes ``f``'s statements, with ``f``'s
 parameters replaced by the call's arguments and ``x``, ``y`` by the values
 ``f`` returns — no nested call, no tuple built and unpacked. Statements keep
 their order, so side effects do too. A call is left alone where that is not
@@ -45,6 +45,7 @@ from stitchgen.ir import (
     Return,
     Stmt,
     TupleExpr,
+    UnpackCall,
     map_expr,
     map_stmt,
     reads,
@@ -111,22 +112,30 @@ def _uses(body: Sequence[Stmt]) -> dict[str, list[int]]:
     return uses
 
 
-def _spliceable(call: Call, callee: Function, body: Sequence[Stmt], readers: list[int]) -> bool:
+def _returned(call: Call | UnpackCall, callee: Function) -> int:
+    """How many items ``callee`` returns as a tuple display, where ``call``
+    passes it arguments it can take in place of its parameters; else -1."""
     if any(p.kind for p in callee.params) or not callee.body:
-        return False
+        return -1
     ret = callee.body[-1]
     if not (isinstance(ret, Return) and isinstance(ret.value, TupleExpr)):
-        return False
+        return -1
     if len(call.args) > len(callee.params):
-        return False
+        return -1
     keywords = {p.keyword or p.name for p in callee.params}
     passed = {k for k, _ in call.kwargs}
     if passed - keywords:
-        return False
+        return -1
     for p in callee.params[len(call.args) :]:
         if (p.keyword or p.name) not in passed and p.default is None:
-            return False  # a missing argument: keep the call (and its TypeError)
-    size = len(ret.value.items)
+            return -1  # a missing argument: keep the call (and its TypeError)
+    return len(ret.value.items)
+
+
+def _spliceable(call: Call, callee: Function, body: Sequence[Stmt], readers: list[int]) -> bool:
+    size = _returned(call, callee)
+    if size < 0:
+        return False
     for j in readers:
         stmt = body[j]
         ok = (
@@ -153,6 +162,13 @@ def _flatten_function(fn: Function, done: dict[str, Function]) -> Function:
         if i in absorbed:
             continue
         stmt = _substitute(original, replace)
+        if isinstance(stmt, UnpackCall) and isinstance(stmt.callee, FunctionRef):
+            callee = done[stmt.callee.name]
+            if _returned(stmt, callee) == len(stmt.targets):  # a, b = f(x): f's statements
+                spliced, items = _splice(stmt, callee, taken)
+                out.extend(spliced)
+                replace.update(zip(stmt.targets, items, strict=True))
+                continue
         if not (isinstance(stmt, Call) and isinstance(stmt.callee, FunctionRef)):
             out.append(stmt)
             continue
@@ -171,16 +187,19 @@ def _flatten_function(fn: Function, done: dict[str, Function]) -> Function:
     return dataclasses.replace(fn, body=tuple(out))
 
 
-def _splice(call: Call, callee: Function, taken: set[str]) -> tuple[list[Stmt], list[Any]]:
+def _splice(
+    call: Call | UnpackCall, callee: Function, taken: set[str]
+) -> tuple[list[Stmt], list[Any]]:
     """The callee's statements for this call site, and its returned items."""
     out: list[Stmt] = []
     rename: dict[str, Any] = {}
+    site = call.target if isinstance(call, Call) else call.node or call.targets[0]
 
     def fresh(name: str) -> str:
-        candidate, n = f"{call.target}_{name}", 0
+        candidate, n = f"{site}_{name}", 0
         while candidate in taken:
             n += 1
-            candidate = f"{call.target}_{name}_{n}"
+            candidate = f"{site}_{name}_{n}"
         taken.add(candidate)
         return candidate
 

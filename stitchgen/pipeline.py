@@ -105,7 +105,7 @@ class Options:
       line; it costs nothing per call;
     * ``unpack=False``: every piece result taken apart with one getitem per
       item, not unpacked where the piece is called (``a, b =
-      inlined_submod_0(x)``; passes of your own take a getitem per item).
+      inlined_submod_0(x)``; the passes of yours see the program either way).
 
     >>> Options.given({"format": False}).format
     False
@@ -231,7 +231,7 @@ def _lower(
         convention=convention or templates.convention,
         const_pool=options.const_pool,
         source_lines=_source_lines(options.source_lines),
-        unpack=options.unpack and not options.passes,
+        unpack=options.unpack,
     )
     return run_passes(program, extra=options.passes)
 

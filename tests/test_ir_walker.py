@@ -178,9 +178,9 @@ def mark_pieces(program):
     """The documented example of a pass of your own: a hook before every piece call."""
 
     def mark(stmt):
-        if isinstance(stmt, ir.Call) and stmt.is_piece:
+        if isinstance(stmt, ir.Calling) and stmt.is_piece:  # a call, unpacked or not
             hook = ir.GlobalRef("downstream_hooks", "mark")
-            yield ir.Call(f"{stmt.target}_mark", hook, (ir.Literal(f"pass:{stmt.node}"),))
+            yield ir.Call(f"{stmt.node}_mark", hook, (ir.Literal(f"pass:{stmt.node}"),))
         yield stmt
 
     program = ir.map_bodies(program, mark)

@@ -3,17 +3,21 @@ inlined_submod_0(x)``, ``build_program(..., unpack=True)``), and every way a
 result is read otherwise left as it was. The GraphModule is the oracle."""
 
 import operator
+from pathlib import Path
 
 import pytest
 import torch
 import torch.fx as fx
 from builders import SHAPES
+from golden_cases import GOLDEN
 from oracle import assert_same
 
 import stitchgen
 from stitchgen import ir
 from stitchgen.demo import split_decoder
 from stitchgen.errors import ProgramError
+
+ROOT = Path(__file__).resolve().parent.parent
 
 
 def two_outputs(scale=2.0):
@@ -152,18 +156,31 @@ def test_lower_unpacks_unless_asked_not_to():
     assert [type(s).__name__ for s in kept.entry.body].count("GetItem") == 2
 
 
-def test_passes_of_your_own_take_a_getitem_per_item():
+def test_passes_of_your_own_see_the_unpacked_call_unless_asked_otherwise():
     seen = []
 
     def mine(program):
-        seen.extend(type(s).__name__ for s in program.entry.body)
+        seen.append([type(s).__name__ for s in program.entry.body])
         return program
 
     gm = stitch(lambda g, out: (item(g, out, 0), item(g, out, 1)))
     generated = check(gm, passes=[mine])
-    assert seen.count("GetItem") == 2 and "UnpackCall" not in seen
-    assert "UnpackCall" not in entry_kinds(generated)
-    assert "UnpackCall" not in entry_kinds(check(gm, **SHAPES["flatten"]))
+    assert "UnpackCall" in seen[0] and "GetItem" not in seen[0]
+    assert generated.code == stitchgen.generate(gm).code
+    check(gm, passes=[mine], unpack=False)
+    assert seen[1].count("GetItem") == 2 and "UnpackCall" not in seen[1]
+    assert "UnpackCall" not in entry_kinds(check(gm, **SHAPES["flatten"]))  # spliced
+
+
+@pytest.mark.parametrize("key", sorted(GOLDEN))
+def test_a_pass_that_changes_nothing_changes_no_golden_line(key):
+    """A pass of yours changes only what it changes: one returning the
+    program as it is gives every golden file's code, byte for byte."""
+    case = GOLDEN[key]()
+    identity = stitchgen.generate(
+        case.gm, opaque=tuple(case.submods), templates=case.templates, passes=[lambda p: p]
+    )
+    assert identity.code == (ROOT / "golden" / f"{key}.py").read_text(encoding="utf-8")
 
 
 def test_the_statement_is_plain_ir():

@@ -939,8 +939,7 @@ def build_program(
     of the module with it. Same objects, same order of calls. A result read
     any other way (passed on, returned, a computed index, an item unread),
     or a piece called through a binding (whose result's length the code
-    cannot know), keeps a ``getitem`` per item, as with ``unpack=False``
-    (which passes of your own take).
+    cannot know), keeps a ``getitem`` per item, as with ``unpack=False``.
 
     >>> import torch, torch.fx as fx
     >>> gm = fx.symbolic_trace(lambda x: torch.relu(x) + 1)

@@ -23,9 +23,9 @@ A pass of your own — a hook before every piece call (tested in
 
     def mark_pieces(program: ir.Program) -> ir.Program:
         def mark(stmt):
-            if isinstance(stmt, ir.Call) and stmt.is_piece:
+            if isinstance(stmt, ir.Calling) and stmt.is_piece:  # a call, unpacked or not
                 hook = ir.GlobalRef("myproject.hooks", "mark")
-                yield ir.Call(f"{stmt.target}_mark", hook, (ir.Literal(stmt.node),))
+                yield ir.Call(f"{stmt.node}_mark", hook, (ir.Literal(stmt.node),))
             yield stmt
 
         program = ir.map_bodies(program, mark)
