@@ -73,115 +73,11 @@ with paused():  # the compile path's modules (see above)
     from .errors import BindingError
     from .ir import Program
     from .loading import Generated, compile_source, load
-    from .lowering import ConstPool, build_program, fetch_attr
-    from .passes import Pass, run_passes
+    from .lowering import Options, build_program, fetch_attr
+    from .passes import run_passes
     from .rendering import Templates, render, resolve_templates
 
 __all__ = ["Generated", "Options", "compile", "generate", "lower", "paused"]
-
-
-class Options:
-    """What :func:`generate` is asked, as keywords — and :func:`compile`,
-    :func:`lower` and :func:`stitchgen.backend`, which pass them on; checked
-    in one place (:meth:`given`):
-
-    * ``name``: the entry function's name;
-    * ``format``: black's layout (``generate``: on; ``compile``: off);
-    * ``templates``: a :class:`stitchgen.Templates` or a shipped variant's
-      name (``"profiled"``, ``"vllm"``), with ``template_dirs`` searched first;
-    * ``opaque``: children to call through bindings even if they are
-      GraphModules;
-    * ``boxed=True``: the function takes its inputs as one list that it
-      clears (so the caller's list does not keep them alive);
-    * ``const_pool``: continue the constants of code generated before (see
-      :class:`stitchgen.lowering.ConstPool`; ``stitchgen.compat`` uses it);
-    * ``passes``: yours, run on the raw program (see :mod:`stitchgen.passes`);
-    * ``dump_dir`` (default: ``$STITCHGEN_DUMP_DIR``): receives a copy of the
-      code for debugging (see :mod:`stitchgen.dump`);
-    * ``source_lines=True`` (default: ``$STITCHGEN_SOURCE_LINES=1``): each
-      line made from a node with a recorded stack trace ends with the user's
-      source location (``# model.py:42 in forward``), so a traceback through
-      the code — and the dump, and ``stitchgen show`` — names the model's
-      line; it costs nothing per call;
-    * ``unpack=False``: every piece result taken apart with one getitem per
-      item, not unpacked where the piece is called (``a, b =
-      inlined_submod_0(x)``; the passes of yours see the program either way).
-
-    >>> Options.given({"format": False}).format
-    False
-    """
-
-    # a plain class with slots, not a dataclass: it is made at every import
-    # of the compile path, and dataclasses' processing of eleven fields
-    # costs a fresh process about 0.1 ms
-    __slots__ = (
-        "name",
-        "format",
-        "templates",
-        "template_dirs",
-        "opaque",
-        "boxed",
-        "const_pool",
-        "passes",
-        "dump_dir",
-        "source_lines",
-        "unpack",
-    )
-    name: str
-    format: bool
-    templates: Templates | str | None
-    template_dirs: tuple[str | os.PathLike[str], ...]
-    opaque: tuple[str, ...]
-    boxed: bool
-    const_pool: ConstPool | None
-    passes: tuple[Pass, ...]
-    dump_dir: str | os.PathLike[str] | None
-    source_lines: bool | None
-    unpack: bool
-
-    def __init__(
-        self,
-        name: str = "execution_fn",
-        format: bool = True,
-        templates: Templates | str | None = None,
-        template_dirs: Sequence[str | os.PathLike[str]] = (),
-        opaque: Sequence[str] = (),
-        boxed: bool = False,
-        const_pool: ConstPool | None = None,
-        passes: Sequence[Pass] = (),
-        dump_dir: str | os.PathLike[str] | None = None,
-        source_lines: bool | None = None,
-        unpack: bool = True,
-    ) -> None:
-        values: list[Any] = [name, format, templates, tuple(template_dirs), tuple(opaque)]
-        values += [boxed, const_pool, tuple(passes), dump_dir, source_lines, unpack]
-        for key, value in zip(self.__slots__, values, strict=True):
-            object.__setattr__(self, key, value)
-
-    def __setattr__(self, name: str, value: Any) -> None:
-        raise AttributeError(f"Options are immutable: replace() makes new ones ({name!r})")
-
-    def __repr__(self) -> str:
-        shown = ", ".join(f"{k}={getattr(self, k)!r}" for k in self.__slots__)
-        return f"Options({shown})"
-
-    def replace(self, **changes: Any) -> Options:
-        """These options with ``changes``."""
-        return Options(**{**{k: getattr(self, k) for k in self.__slots__}, **changes})
-
-    @classmethod
-    def given(cls, options: Mapping[str, Any], **defaults: Any) -> Options:
-        """The options of these keywords (``defaults`` under them); an
-        unknown keyword is a ``TypeError`` naming it and the known ones."""
-        known = cls.__slots__
-        unknown = sorted(set(options).difference(known))
-        if unknown:
-            raise TypeError(f"unknown generate option(s) {unknown}; known: {sorted(known)}")
-        return cls(**{**defaults, **options})
-
-    def resolved_templates(self) -> Templates:
-        """The template set these options name (a bad name or directory: an error now)."""
-        return resolve_templates(self.templates, self.template_dirs)
 
 
 def lower(
@@ -210,7 +106,7 @@ def lower(
     if rendering:
         raise TypeError(f"lower renders nothing: it takes no {rendering} option")
     chosen = Options.given(options)
-    return _lower(gm, chosen, chosen.resolved_templates(), names, reserve, convention)
+    return _lower(gm, chosen, resolved(chosen), names, reserve, convention)
 
 
 def _lower(
@@ -223,21 +119,19 @@ def _lower(
 ) -> Program:
     program = build_program(
         gm,
-        name=options.name,
-        opaque=options.opaque,
+        options,
         names={**templates.names, **(names or {})},
         reserve=(*templates.reserve, *reserve),
-        boxed=options.boxed,
         convention=convention or templates.convention,
-        const_pool=options.const_pool,
-        source_lines=_source_lines(options.source_lines),
-        unpack=options.unpack,
     )
     return run_passes(program, extra=options.passes)
 
 
-#: ``STITCHGEN_SOURCE_LINES=1``: source lines on wherever the option is not given
-SOURCE_LINES_ENV = "STITCHGEN_SOURCE_LINES"
+def resolved(options: Options) -> Templates:
+    """The template set ``options`` name (a bad name or directory: an error now)."""
+    return resolve_templates(options.templates, options.template_dirs)
+
+
 #: ``STITCHGEN_DUMP_DIR=DIR``: every generated module dumped there (see ``dump.py``)
 DUMP_ENV = "STITCHGEN_DUMP_DIR"
 
@@ -246,10 +140,6 @@ def tracing() -> bool:
     """Is ``TORCH_TRACE`` (structured tracing for tlparse) on? Then the code
     is a ``trace_structured`` artifact too (see ``dump.py``, imported only then)."""
     return bool(os.environ.get("TORCH_TRACE"))
-
-
-def _source_lines(option: bool | None) -> bool:
-    return os.environ.get(SOURCE_LINES_ENV) == "1" if option is None else bool(option)
 
 
 def generate(gm: fx.GraphModule, **options: Any) -> Generated:
@@ -263,15 +153,15 @@ def generate(gm: fx.GraphModule, **options: Any) -> Generated:
     >>> print(generated.code.splitlines()[-3])
             return add
     """
-    return _generate(gm, Options.given(options))
+    with paused():  # no full collection on our account (see above)
+        return _generate(gm, Options.given(options))
 
 
 def _generate(gm: fx.GraphModule, options: Options) -> Generated:
-    templates = options.resolved_templates()
-    with paused():  # no full collection on our account (see above)
-        generated = produce(gm, options, templates)
-        dump_if_asked(gm, generated, templates, options.format, options.dump_dir)
-        return generated
+    templates = resolved(options)
+    generated = produce(gm, options, templates)
+    dump_if_asked(gm, generated, templates, options.format, options.dump_dir)
+    return generated
 
 
 def dump_if_asked(
@@ -347,7 +237,8 @@ def compile(
     >>> fn(torch.tensor([-1.0, 1.0]))
     tensor([1., 2.])
     """
-    return compile_with(gm, submods, Options.given(options, format=False))
+    with paused():
+        return compile_with(gm, submods, Options.given(options, format=False))
 
 
 def compile_with(

@@ -27,7 +27,7 @@ from typing import Any
 import torch.fx as fx
 
 from .errors import CodegenError
-from .pipeline import Options, compile_with
+from .pipeline import Options, compile_with, resolved
 from .split import SplitOp, SplitOps, partition, split_at, unmatched_message
 
 __all__ = ["backend"]
@@ -62,7 +62,7 @@ def _checked(options: dict[str, Any]) -> Options:
             "no caller's list to take and clear; use boxed=True with stitchgen.compile "
             "where the caller passes a list (as Inductor's call(args) does)"
         )
-    chosen.resolved_templates()  # a bad variant name or template directory fails now
+    resolved(chosen)  # a bad variant name or template directory fails now
     return chosen
 
 

@@ -16,7 +16,7 @@ import stitchgen
 from stitchgen import ir
 from stitchgen.authoring.specimens import SPECIMENS
 from stitchgen.errors import ProgramError, TemplateError
-from stitchgen.lowering import build_program
+from stitchgen.lowering import Options, build_program
 from stitchgen.passes import PASSES, pipeline_steps, run_passes
 from stitchgen.rendering import templates_dir
 
@@ -119,7 +119,7 @@ def _upper(leaf):
 @pytest.mark.parametrize("inline", ["call", "flatten"])
 def test_every_pass_leaves_the_golden_programs_valid(name, inline):
     case = shared_case(name)
-    raw = build_program(case.gm, opaque=tuple(case.submods))
+    raw = build_program(case.gm, Options(opaque=tuple(case.submods)))
     run_passes(raw, extra=SHAPES[inline]["passes"], verify_each=True)  # names the pass at fault
 
 

@@ -38,7 +38,7 @@ def guard_pieces(program: ir.Program) -> ir.Program:
     """A pass of your own: every piece call inside ``if True:``."""
 
     def guard(stmt):
-        if isinstance(stmt, ir.Call) and stmt.is_piece:
+        if isinstance(stmt, ir.Calling) and stmt.is_piece:  # unpacked or not
             return (Guarded(ir.Literal(True), (stmt,)),)
         return (stmt,)
 

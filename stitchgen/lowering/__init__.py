@@ -74,6 +74,8 @@ from ..records import Record, record
 
 __all__ = [
     "ConstPool",
+    "OPTION_NAMES",
+    "Options",
     "build_program",
     "fetch_attr",
     "fingerprint",
@@ -514,18 +516,13 @@ class Lowerer:
     :meth:`function` for each graph."""
 
     def __init__(
-        self,
-        opaque: frozenset[str],
-        formats: Mapping[str, str],
-        convention: Convention = CLOSURE,
-        source_lines: bool = False,
-        unpack: bool = False,
+        self, options: Options, formats: Mapping[str, str], convention: Convention = CLOSURE
     ) -> None:
         #: children called through bindings even if they are GraphModules
-        self.opaque = opaque
+        self.opaque = frozenset(options.opaque)
         #: trailing source-location comments; piece results unpacked where called
-        self.source_lines = source_lines
-        self.unpack = unpack
+        self.source_lines = options.lines
+        self.unpack = options.unpack
         #: how argument values are written (the convention's constant policy)
         self.policy = convention.constants
         #: inlined children declared too (their binding None: vLLM's list)
@@ -900,21 +897,104 @@ class ConstPool(Record):
         self.__dict__["index"] = {} if index is None else index
 
 
+#: ``STITCHGEN_SOURCE_LINES=1``: source lines on wherever the option is not given
+SOURCE_LINES_ENV = "STITCHGEN_SOURCE_LINES"
+_SEQUENCES = frozenset({"template_dirs", "opaque", "passes"})
+
+
+class Options:
+    """What :func:`stitchgen.generate` is asked, as keywords (and
+    :func:`~stitchgen.compile`, :func:`~stitchgen.lower` and the backend,
+    which pass them on). Each option is declared once, below: its name,
+    type and default; an unknown keyword is a ``TypeError`` naming it.
+
+    * ``name``: the entry function's name;
+    * ``format``: black's layout (``generate``: on; ``compile``: off);
+    * ``templates``: a :class:`stitchgen.Templates` or a shipped variant's
+      name (``"profiled"``, ``"vllm"``), with ``template_dirs`` searched first;
+    * ``opaque``: children to call through bindings even if they are
+      GraphModules;
+    * ``boxed=True``: the function takes its inputs as one list that it
+      clears (so the caller's list does not keep them alive);
+    * ``const_pool``: continue the constants of code generated before
+      (:class:`ConstPool`; ``stitchgen.compat`` uses it);
+    * ``passes``: yours, run on the raw program (see :mod:`stitchgen.passes`);
+    * ``dump_dir`` (default: ``$STITCHGEN_DUMP_DIR``): receives a copy of the
+      code for debugging (see :mod:`stitchgen.dump`);
+    * ``source_lines=True`` (default: ``$STITCHGEN_SOURCE_LINES=1``): each
+      line made from a node with a recorded stack trace ends with the user's
+      source location (``# model.py:42 in forward``), which tracebacks, the
+      dump and ``stitchgen show`` then name; it costs nothing per call;
+    * ``unpack=False``: every piece result taken apart with one getitem per
+      item, not unpacked where the piece is called (``a, b =
+      inlined_submod_0(x)``).
+
+    >>> Options.given({"format": False}).format
+    False
+    """
+
+    # the class's attributes are the defaults; an instance holds what was given
+    name: str = "execution_fn"
+    format: bool = True
+    templates: Any = None
+    template_dirs: tuple[str | os.PathLike[str], ...] = ()
+    opaque: tuple[str, ...] = ()
+    boxed: bool = False
+    const_pool: ConstPool | None = None
+    passes: tuple[Callable[[Program], Program], ...] = ()
+    dump_dir: str | os.PathLike[str] | None = None
+    source_lines: bool | None = None
+    unpack: bool = True
+
+    def __init__(self, **given: Any) -> None:
+        unknown = sorted(set(given).difference(OPTION_NAMES))
+        if unknown:
+            raise TypeError(f"unknown generate option(s) {unknown}; known: {sorted(OPTION_NAMES)}")
+        for key in _SEQUENCES.intersection(given):  # one name is a sequence of one
+            value = given[key]
+            given[key] = (value,) if isinstance(value, (str, os.PathLike)) else tuple(value)
+        self.__dict__.update(given)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        raise AttributeError(f"Options are immutable: replace() makes new ones ({name!r})")
+
+    def __repr__(self) -> str:
+        shown = ", ".join(f"{k}={getattr(self, k)!r}" for k in OPTION_NAMES)
+        return f"Options({shown})"
+
+    def replace(self, **changes: Any) -> Options:
+        """These options with ``changes``."""
+        return Options(**{**self.__dict__, **changes})
+
+    @classmethod
+    def given(cls, options: Mapping[str, Any], **defaults: Any) -> Options:
+        """The options of these keywords (``defaults`` under them)."""
+        return cls(**{**defaults, **options})
+
+    @property
+    def lines(self) -> bool:
+        """Are source locations written (the option, else the environment's)?"""
+        given = self.source_lines
+        return os.environ.get(SOURCE_LINES_ENV) == "1" if given is None else bool(given)
+
+
+#: every option's name, in the order declared
+OPTION_NAMES = tuple(Options.__annotations__)
+_DEFAULTS = Options()
+
+
 def build_program(
     gm: fx.GraphModule,
+    options: Options = _DEFAULTS,
     *,
-    name: str = "execution_fn",
-    opaque: Iterable[str] = (),
     names: Mapping[str, str] | None = None,
     reserve: Iterable[str] = (),
-    boxed: bool = False,
     convention: Convention = CLOSURE,
-    const_pool: ConstPool | None = None,
-    source_lines: bool = False,
-    unpack: bool = False,
 ) -> Program:
-    """The raw program for ``gm``'s graph, whose entry function is ``name``:
-    FX names, no dels — what the passes (:mod:`stitchgen.passes`) take.
+    """The raw program for ``gm``'s graph, as the :class:`Options` that
+    shape a program say (``name``, ``opaque``, ``boxed``, ``const_pool``,
+    ``source_lines``, ``unpack``): FX names, no dels — what the passes
+    (:mod:`stitchgen.passes`) take.
 
     Children named in ``opaque`` (qualified names, e.g. ``"submod_1"``) are
     called through bindings; other ``GraphModule`` children are inlined
@@ -952,10 +1032,11 @@ def build_program(
             f"stitchgen expects a torch.fx.GraphModule, got {type(gm).__module__}."
             f"{type(gm).__qualname__}"
         )
+    name, const_pool = options.name, options.const_pool
     if not isinstance(name, str) or not is_identifier(name):
         raise ValueError(f"function name must be a Python identifier, got {name!r}")
     formats = name_formats({**convention.names, **(names or {})})
-    lowerer = Lowerer(frozenset(opaque), formats, convention, source_lines, unpack)
+    lowerer = Lowerer(options, formats, convention)
     decls = lowerer.decls
     if const_pool is not None:
         decls.continue_pool(const_pool.values, const_pool.index)
@@ -964,7 +1045,7 @@ def build_program(
         from .pytree import pytree_entry  # imported for such a graph only (start-up)
 
         entry = pytree_entry(gm, pytree_info(gm), entry, decls.target_ref, decls.lift)
-    if boxed:
+    if options.boxed:
         if not convention.boxed:
             raise ValueError(f"boxed inputs are not part of the {convention.name} convention")
         odd = [p.keyword for p in entry.params if p.kind or p.default is not None]
