@@ -654,33 +654,35 @@ class ProfiledEmitter(Emitter):
             self.line(f"{indent}profiling = torch.autograd._profiler_enabled()")
 
     def call(self, stmt: Any, indent: str) -> None:
-        """A piece call, twice: in its profiler range, and plainly (the
-        Jinja path writes the same lines from ``call_head`` and ``call_else``)."""
+        """A piece call, twice: in its profiler range, and plainly."""
         if not stmt.is_piece:
             return super().call(stmt, indent)
-        self.line(f"{indent}if profiling:")
-        self.line(self.profiled(stmt, indent + INDENT))
-        super().call(stmt, indent + 2 * INDENT)
-        self.line(f"{indent}else:")
-        super().call(stmt, indent + INDENT)
+        for opening, inner in self.branches(stmt, indent):
+            for text in opening:
+                self.line(text)
+            super().call(stmt, inner)
 
     def call_head(self, stmt: Any, indent: str) -> str:
         """A piece call: the profiled branch, up to its call expression."""
         if not stmt.is_piece:
             return super().call_head(stmt, indent)
-        ranged = self.profiled(stmt, indent + INDENT)
-        return f"{indent}if profiling:\n{ranged}\n{super().call_head(stmt, indent + 2 * INDENT)}"
+        return self._opened(self.branches(stmt, indent)[0], stmt)
 
     def call_else(self, stmt: Any, indent: str) -> str:
-        """A piece call: the plain branch (no profiler on), up to its call
-        expression."""
-        if not stmt.is_piece:
-            return ""
-        return f"{indent}else:\n{super().call_head(stmt, indent + INDENT)}"
+        """A piece call: the plain branch, up to its call expression."""
+        return self._opened(self.branches(stmt, indent)[1], stmt) if stmt.is_piece else ""
 
-    def profiled(self, stmt: Any, indent: str) -> str:
-        """The line that opens a piece call's profiler range."""
-        return f"{indent}with torch.profiler.record_function({literal_source(stmt.node)}):"
+    def _opened(self, branch: tuple[list[str], str], stmt: Any) -> str:
+        opening, inner = branch
+        return "".join(f"{text}\n" for text in opening) + super().call_head(stmt, inner)
+
+    def branches(self, stmt: Any, indent: str) -> tuple[tuple[list[str], str], ...]:
+        """The two ways a piece call runs, the one place their text is
+        written: each branch's opening lines, and the indent of its call."""
+        inner = indent + INDENT
+        node = literal_source(stmt.node)
+        ranged = [f"{indent}if profiling:", f"{inner}with torch.profiler.record_function({node}):"]
+        return (ranged, inner + INDENT), ([f"{indent}else:"], inner)
 
 
 class VllmEmitter(Emitter):

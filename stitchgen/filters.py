@@ -107,6 +107,10 @@ class BlockText:
         #: render per statement
         self.shipped_function = shipped_function
 
+    def function_indent(self) -> str:
+        """How deep the module's functions sit: in the binder, or at module level (vllm)."""
+        return self._emitter.function_indent
+
     def _capture(self, method: Callable[..., Any], *args: Any) -> Code:
         """What ``method(*args)`` writes, followed by what it returns (a
         piece of a line: ``call_head``, ``call_expr``)."""

@@ -157,10 +157,12 @@ def test_diff_without_cases_previews_on_the_specimens(tmp_path, monkeypatch, cap
 def test_check_renders_the_specimens_and_names_code_that_is_not_python(
     tmp_path, monkeypatch, capsys
 ):
-    """The base module extended under the vllm variant: its functions land
-    indented where vLLM's convention has none."""
+    """The base module extended under the vllm variant, a line added to the
+    binder's opening: indented where vLLM's convention has no binder."""
     monkeypatch.chdir(tmp_path)
     _header_override(tmp_path / "mine")
+    with (tmp_path / "mine" / "module.py.j2").open("a") as file:
+        file.write("{% block binder_signature %}{{ super() }}    acme = 1\n{% endblock %}\n")
     assert main(["templates", "check", "mine"]) == 0
     assert main(["templates", "check", "mine", "--variant", "vllm"]) == 1
     err = capsys.readouterr().err

@@ -26,7 +26,7 @@ FUNCTION_BLOCKS = [
 ]  # fmt: skip
 #: blocks a base's templates do not render (the vllm variant writes
 #: module-level functions: no binder of its own); overriding one is an error
-ABSENT = {"vllm": {"binder_signature", "bindings", "functions", "binder_return"}}
+ABSENT = {"vllm": {"binder_signature", "bindings", "binder_return"}}
 #: inlined pieces (unpacked calls), opaque pieces, and getitems, assigns and
 #: targets of every kind
 CASE_NAMES = [
