@@ -181,7 +181,7 @@ def _outputs(templates: Any) -> Any:
 
     from .authoring.specimens import emitted
 
-    return functools.partial(emitted, templates.variant)
+    return functools.partial(emitted, templates.template_set)
 
 
 def _report(args: argparse.Namespace, templates: Any) -> Any:
@@ -296,7 +296,7 @@ def _diff(args: argparse.Namespace) -> int:
             "on stitchgen's specimen graphs",
             file=sys.stderr,
         )
-    changes, count = preview(cases, Templates(variant=mine.variant), mine)
+    changes, count = preview(cases, Templates(variant=mine.template_set), mine)
     for change in changes:
         sys.stdout.write(change.diff)
     if _renders(args, mine):

@@ -6,9 +6,9 @@ a binding is spelled in an expression, its constant policy
 (:class:`ConstantPolicy`), what goes into the module's globals and how the
 entry function is bound after the module runs. ``lower``, ``render``,
 ``load``, ``artifact`` and ``compat`` ask the convention; none of them
-spells its names; how one program links is its :class:`Linkage`. Which template variant writes
-which convention is ``rendering.VARIANTS`` (the one registry; the CLI's
-choices come from it).
+spells its names; how one program links is its :class:`Linkage`. Which
+template variant writes which convention is its record
+(:class:`stitchgen.emitter.Variant`).
 
 * :data:`CLOSURE` (the built-in templates, and the ``profiled`` variant): a
   binder whose parameters are the bindings returns the entry function, which

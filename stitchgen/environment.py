@@ -282,16 +282,24 @@ def build_environment(
     filters: Mapping[str, Callable[..., Any]],
     globals: Mapping[str, Any],
     bytecode_cache: jinja2.BytecodeCache | None = None,
+    variants: Mapping[str, str] | None = None,
 ) -> jinja2.Environment:
     """An environment searching ``search`` (user and variant directories),
-    then the built-ins, which stay reachable as ``"stitchgen/<name>"``;
-    ``bytecode_cache`` keeps the compiled templates across processes
-    (:mod:`stitchgen.template_cache`)."""
-    base = jinja2.FileSystemLoader(str(builtin))
+    then the built-ins, which stay reachable as ``"stitchgen/<name>"``, as
+    the folders of ``variants`` of yours (by name) are as
+    ``"stitchgen/variants/<name>/..."``; ``bytecode_cache`` keeps the
+    compiled templates across processes (:mod:`stitchgen.template_cache`)."""
+    base: jinja2.BaseLoader = jinja2.FileSystemLoader(str(builtin))
     loaders: list[jinja2.BaseLoader] = []
     if search:
         loaders.append(jinja2.FileSystemLoader(list(search)))
-    loaders += [jinja2.PrefixLoader({"stitchgen": base}), base]
+    shipped = base
+    if variants:
+        own = {name: jinja2.FileSystemLoader(folder) for name, folder in variants.items()}
+        shipped = jinja2.ChoiceLoader(
+            [jinja2.PrefixLoader({"variants": jinja2.PrefixLoader(own)}), base]
+        )
+    loaders += [jinja2.PrefixLoader({"stitchgen": shipped}), base]
     env = _Environment(
         loader=jinja2.ChoiceLoader(loaders),
         undefined=jinja2.StrictUndefined,

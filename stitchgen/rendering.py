@@ -34,8 +34,8 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
-from .conventions import CLOSURE, VLLM, Convention, name_formats
-from .emitter import Writer, emit, emit_for
+from .conventions import Convention, name_formats
+from .emitter import VARIANTS, Variant, Writer, emit, emit_for, variant_of
 from .errors import TemplateDirError, TemplateError
 from .ir import Program, program_names
 
@@ -68,13 +68,6 @@ def templates_dir() -> Path:
         if (candidate / ENTRY_TEMPLATE).is_file():
             return candidate
     raise FileNotFoundError(f"stitchgen's templates are missing (looked beside {here})")
-
-
-#: the shipped template sets (``templates/variants/<name>/``), each with the
-#: calling convention its code uses (:mod:`stitchgen.conventions`)
-VARIANTS: Mapping[str, Convention] = MappingProxyType({"profiled": CLOSURE, "vllm": VLLM})
-#: the locals a variant's code defines itself (no identifier may take them)
-VARIANT_LOCALS: Mapping[str, tuple[str, ...]] = MappingProxyType({"profiled": ("profiling",)})
 
 
 class _Key:
@@ -110,7 +103,8 @@ class Templates:
     >>> code = stitchgen.generate(fx.symbolic_trace(lambda x: x + 1), templates=profiled).code
 
     ``dirs`` are searched first (a file with a built-in's name overrides it);
-    ``variant`` selects a shipped template set (``"profiled"``, ``"vllm"``);
+    ``variant`` selects a shipped template set (``"profiled"``, ``"vllm"``)
+    or one of yours (a :class:`~stitchgen.emitter.Variant` record);
     ``filters`` are extra Jinja filters — one that builds source must return
     :class:`stitchgen.Code`; ``globals`` are extra template variables.
     Neither may replace stitchgen's own filters. ``names`` renames our
@@ -128,7 +122,7 @@ class Templates:
         self,
         dirs: Sequence[str | os.PathLike[str]] | str | os.PathLike[str] = (),
         *,
-        variant: str | None = None,
+        variant: str | Variant | None = None,
         filters: Mapping[str, Callable[..., Any]] | None = None,
         globals: Mapping[str, Any] | None = None,
         names: Mapping[str, str] | None = None,
@@ -143,9 +137,16 @@ class Templates:
         for d in self.dirs:
             if not os.path.isdir(d):
                 raise TemplateDirError(f"template directory {d!r} does not exist", template=d)
-        if variant is not None and variant not in VARIANTS:
-            raise ValueError(f"unknown template variant {variant!r}; shipped: {sorted(VARIANTS)}")
-        self.variant = variant
+        #: the template set these templates extend (its record)
+        self.template_set = variant_of(variant)
+        name = self.variant = self.template_set.name
+        own = self.template_set.folder
+        if own and name in VARIANTS:
+            raise ValueError(f"the variant name {name!r} is a shipped set's: name yours apart")
+        if own and not os.path.isdir(own):
+            raise TemplateDirError(
+                f"variant {name!r}: its folder {own!r} does not exist", template=own
+            )
         clash = sorted(set(filters or {}) & _filter_names()) if filters else []
         if clash:
             raise ValueError(f"filters {clash} are stitchgen's own and cannot be replaced")
@@ -158,7 +159,7 @@ class Templates:
         self.globals = MappingProxyType(dict(globals or {}))
         name_formats(names)  # refuses unknown keys now, not at the first generate
         self.names = MappingProxyType(dict(names or {}))
-        self.reserve = tuple(dict.fromkeys([*reserve, *VARIANT_LOCALS.get(variant or "", ())]))
+        self.reserve = tuple(dict.fromkeys([*reserve, *self.template_set.locals]))
         for kind, write in (kinds or {}).items():
             if not (isinstance(kind, type) and isinstance(getattr(kind, "template", None), str)):
                 raise TypeError(f"kinds= maps statement classes naming a block, not {kind!r}")
@@ -177,7 +178,7 @@ class Templates:
     def convention(self) -> Convention:
         """How the generated code receives its bindings (the variant's
         convention; :data:`~stitchgen.conventions.CLOSURE` for the built-ins)."""
-        return VARIANTS[self.variant] if self.variant else CLOSURE
+        return self.template_set.convention
 
     def __repr__(self) -> str:
         return (
@@ -202,15 +203,22 @@ class Templates:
 
         filters = {**build_filters(self.writer), **self.filters}
         self._cache = open_cache(filters)
+        own = self.template_set.folder  # a variant of yours, reachable as stitchgen/variants/<name>
         return build_environment(
-            templates_dir(), self._search(), filters, self.globals, self._cache
+            templates_dir(),
+            self._search(),
+            filters,
+            self.globals,
+            self._cache,
+            {self.variant: own} if own and self.variant else {},
         )
 
     def _search(self) -> list[str]:
         """The directories searched before the built-ins: the user's, then the variant's."""
         search = list(self.dirs)
         if self.variant:
-            search.append(str(templates_dir() / "variants" / self.variant))
+            shipped = str(templates_dir() / "variants" / self.variant)
+            search.append(self.template_set.folder or shipped)
         return search
 
     @property
@@ -336,7 +344,7 @@ class Templates:
         return emit(
             program,
             black=black,
-            variant=self.variant,
+            variant=self.template_set,
             writer=self.writer,
             options=self.globals,
             kinds=self.kinds,
@@ -389,6 +397,8 @@ class Templates:
         if cache is not None:
             files = [Path(path) for path, _ in stamp]
             files += sorted(templates_dir().rglob("*.j2"))
+            if self.template_set.folder:
+                files += sorted(Path(self.template_set.folder).rglob("*.j2"))
             options = f"variant {self.variant}; globals {sorted(environment.globals)}"
             try:
                 key = cache.checks_key(files, options)
@@ -435,7 +445,7 @@ class Templates:
         from .environment import NAMES_KEY, template_error
         from .filters import BlockText
 
-        emit = emit_for(program, self.variant, self.writer, self.globals, kinds=self.kinds)
+        emit = emit_for(program, self.template_set, self.writer, self.globals, kinds=self.kinds)
         context = {
             NAMES_KEY: program_names(program),
             "emit": BlockText(emit, shipped_function=shipped_function),

@@ -17,11 +17,14 @@ from __future__ import annotations
 import operator
 import os
 from collections.abc import Callable, Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import jinja2
 import torch
 import torch.fx as fx
+
+if TYPE_CHECKING:
+    from ..emitter import Variant
 
 __all__ = ["SPECIMENS", "Specimen", "emitted", "previews"]
 
@@ -183,7 +186,7 @@ SPECIMENS: dict[str, Callable[[], Specimen]] = {
 
 
 def emitted(
-    variant: str | None, blocks: Iterable[tuple[str, str]]
+    variant: str | Variant | None, blocks: Iterable[tuple[str, str]]
 ) -> dict[tuple[str, str], dict[str, str]]:
     """What each shipped ``(template, block)`` of ``blocks`` writes on each
     specimen graph (every time it renders, in order), the specimens rendered
@@ -269,7 +272,7 @@ def rendered(templates: Any) -> tuple[list[str], list[str]]:
     from ..rendering import Templates
 
     problems, notes = [], []
-    shipped = Templates(variant=templates.variant)
+    shipped = Templates(variant=templates.template_set)
     for key, code in previews(templates):
         try:
             mine = code(templates)
