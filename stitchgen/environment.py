@@ -44,9 +44,9 @@ from .authoring.attributes import no_attribute
 from .emitter import INDENT
 from .errors import TemplateError
 from .filters import BlockText
-from .ir import CLASSES, Unbox
+from .ir import CLASSES, Program, Unbox
 
-__all__ = ["Recording", "build_environment", "template_error", "written_by"]
+__all__ = ["Recording", "build_environment", "source_error", "template_error", "written_by"]
 
 #: the key under which a render passes the program's names to ``finalize``
 NAMES_KEY = "stitchgen_names"
@@ -338,6 +338,68 @@ def template_error(exc: BaseException) -> TemplateError:
     unsafe = isinstance(exc, (_RawOutput, _Unsafe))
     kind = "unsafe output" if unsafe else type(exc).__name__
     return TemplateError(f"{where}: {kind}: {exc}", template=name, lineno=line)
+
+
+def source_error(
+    templates: Any,
+    source: str,
+    error: SyntaxError | None = None,
+    program: Program | None = None,
+    detail: str = "",
+) -> TemplateError:
+    """The error for rendered ``source`` that is not Python (``templates``:
+    the :class:`~stitchgen.rendering.Templates` that rendered it): the line of your
+    templates that wrote the bad line (or the one before it), where a render
+    of ``program`` can tell (:func:`written_by`); else the templates in use;
+    then the generated lines around the line ``error`` names."""
+    lineno = (error.lineno or 0) if error is not None else 0
+    if error is not None:
+        detail = f": {error.msg} at line {error.lineno}"
+    lines = source.splitlines()
+    template, line, where = templates.describe(), None, ""
+    if program is not None and 0 < lineno <= len(lines) and not templates.builtin_in_effect:
+        wanted = [t.strip() for t in lines[max(lineno - 2, 0) : lineno] if t.strip()]
+        for file, at, text in reversed(_written(templates, program)):
+            matched = [t.strip() for t in text.splitlines() if t.strip() in wanted]
+            if matched:
+                at = _literal_line(file, at, matched[-1])
+                template, line, where = file, at, f" (written by {file}:{at})"
+                break
+    shown = "".join(
+        f"\n  {'>' if n == lineno else ' '} {n:4} | {lines[n - 1]}"
+        for n in range(max(lineno - 2, 1), min(lineno + 2, len(lines)) + 1)
+    )
+    prefix = f"{template}:{line}" if line else template
+    return TemplateError(
+        f"{prefix}: the rendered source is not valid Python{detail}{where}; check the "
+        f"templates in use{shown}",
+        template=template,
+        lineno=line,
+    )
+
+
+def _written(templates: Any, program: Program) -> list[tuple[str, int, str]]:
+    """What each line of your templates wrote for ``program`` (on an
+    environment of its own); nothing where the render itself fails."""
+
+    def render(env: Any) -> str:
+        shipped = templates._shipped("function.py.j2")
+        return templates.through_jinja(program, shipped_function=shipped, env=env)
+
+    try:
+        return written_by(templates._build(), templates.dirs, render)
+    except Exception:  # the render itself fails: nothing to name
+        return []
+
+
+def _literal_line(file: str, at: int, text: str) -> int:
+    """The line of ``file``, from ``at`` on, that holds ``text`` as it is
+    (Jinja maps a run of template text to the line it starts on); else ``at``."""
+    try:
+        lines = Path(file).read_text(encoding="utf-8").splitlines()
+    except (OSError, UnicodeDecodeError):
+        return at
+    return next((n for n in range(at, len(lines) + 1) if lines[n - 1].strip() == text), at)
 
 
 def written_by(

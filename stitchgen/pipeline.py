@@ -216,7 +216,7 @@ def _compiled(code: str, program: Program, templates: Templates) -> types.CodeTy
     try:
         return compile_source(code, program.name)
     except SyntaxError as exc:  # IndentationError included
-        raise templates.not_python(exc, code, program) from exc
+        raise templates.source_error(code, exc, program) from exc
 
 
 def compile(

@@ -24,11 +24,9 @@ so neither Jinja nor black costs anything on the common path.
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 import os
 import threading
-from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from types import MappingProxyType
@@ -68,27 +66,6 @@ def templates_dir() -> Path:
         if (candidate / ENTRY_TEMPLATE).is_file():
             return candidate
     raise FileNotFoundError(f"stitchgen's templates are missing (looked beside {here})")
-
-
-class _Key:
-    """A render-cache key whose (deep, costly) hash is computed once."""
-
-    __slots__ = ("program", "stamp", "_hash")
-
-    def __init__(self, program: Program, stamp: tuple[Any, ...]) -> None:
-        self.program, self.stamp = program, stamp
-        self._hash = hash((program, stamp))
-
-    def __hash__(self) -> int:
-        return self._hash
-
-    def __eq__(self, other: object) -> bool:
-        return (
-            isinstance(other, _Key)
-            and self._hash == other._hash
-            and self.stamp == other.stamp
-            and self.program == other.program
-        )
 
 
 class Templates:
@@ -170,9 +147,7 @@ class Templates:
         self._cache: TemplateCache | None = None  # opened with the environment
         self._writer: Writer | None = None
         self._lock = threading.Lock()
-        self._rendered: OrderedDict[_Key, str] = OrderedDict()
-        #: the stamp of the user's files when the checks last passed
-        self._checked: tuple[Any, ...] | None = None
+        self._checks = _Checks(self)
 
     @property
     def convention(self) -> Convention:
@@ -253,55 +228,19 @@ class Templates:
             found.append(os.path.join(where, name))
         return " + ".join(found)
 
-    def invalid_source(
-        self, detail: str, source: str = "", lineno: int = 0, program: Program | None = None
+    def source_error(
+        self,
+        source: str,
+        error: SyntaxError | None = None,
+        program: Program | None = None,
+        detail: str = "",
     ) -> TemplateError:
-        """The error for rendered source that is not Python: the line of your
-        templates that wrote the bad line (or the one before it), where a
-        render of ``program`` can tell; else the templates in use; then the
-        generated lines around line ``lineno`` of ``source``."""
-        lines = source.splitlines()
-        template, line, where = self.describe(), None, ""
-        if program is not None and 0 < lineno <= len(lines) and not self.builtin_in_effect:
-            wanted = [t.strip() for t in lines[max(lineno - 2, 0) : lineno] if t.strip()]
-            for file, at, text in reversed(self._written_by(program)):
-                matched = [t.strip() for t in text.splitlines() if t.strip() in wanted]
-                if matched:
-                    at = _literal_line(file, at, matched[-1])
-                    template, line, where = file, at, f" (written by {file}:{at})"
-                    break
-        shown = "".join(
-            f"\n  {'>' if n == lineno else ' '} {n:4} | {lines[n - 1]}"
-            for n in range(max(lineno - 2, 1), min(lineno + 2, len(lines)) + 1)
-        )
-        prefix = f"{template}:{line}" if line else template
-        return TemplateError(
-            f"{prefix}: the rendered source is not valid Python{detail}{where}; check the "
-            f"templates in use{shown}",
-            template=template,
-            lineno=line,
-        )
+        """The error for rendered ``source`` that is not Python (``error``:
+        Python's, naming the line; else ``detail``), naming the template
+        line that wrote it where it can (:func:`stitchgen.environment.source_error`)."""
+        from .environment import source_error  # Jinja: on this error only
 
-    def not_python(
-        self, error: SyntaxError, source: str, program: Program | None = None
-    ) -> TemplateError:
-        """:meth:`invalid_source` for the line Python refused in ``source``."""
-        detail = f": {error.msg} at line {error.lineno}"
-        return self.invalid_source(detail, source, error.lineno or 0, program)
-
-    def _written_by(self, program: Program) -> list[tuple[str, int, str]]:
-        """What each line of your templates wrote for ``program``
-        (:func:`stitchgen.environment.written_by`, on an environment of its own)."""
-        from .environment import written_by
-
-        def render(env: Any) -> str:
-            shipped = self._shipped(_FUNCTION_TEMPLATE)
-            return self.through_jinja(program, shipped_function=shipped, env=env)
-
-        try:
-            return written_by(self._build(), self.dirs, render)
-        except Exception:  # the render itself fails: nothing to name
-            return []
+        return source_error(self, source, error, program, detail)
 
     def render(self, program: Program, *, format: bool = False) -> str:
         """Source for ``program``; ``format=True`` gives black's formatting.
@@ -311,10 +250,8 @@ class Templates:
         ``format=True`` no black run either — the code is
         written in black's layout (black runs only for a line shape the
         layout does not know). Otherwise the templates render through Jinja
-        (cached: the last 16 programs, keyed by the program — without its
-        constant objects and child modules, which the cache never holds — and by the
-        modification times of the files in ``dirs``, so an edited template
-        is seen), then black formats the result if asked."""
+        (checked once per state of your files, so an edited template is
+        seen and checked), then black formats the result if asked."""
         if not set(self.reserve).issubset(program.reserved):
             self._check_reserved(program)
         if self.builtin_in_effect:
@@ -384,58 +321,9 @@ class Templates:
         except jinja2.TemplateSyntaxError as exc:  # file:line: what Jinja could not parse
             raise template_error(exc) from None
 
-    def _ensure_checked(self, stamp: tuple[Any, ...]) -> None:
-        """Run the checks once per object and state of your files; a process
-        after the first skips them where the template cache records that they
-        passed on the very same files (yours, the shipped ones), versions,
-        filters, globals and variant."""
-        if self._checked == stamp:
-            return
-        environment = self.environment
-        cache = self._cache
-        key = None
-        if cache is not None:
-            files = [Path(path) for path, _ in stamp]
-            files += sorted(templates_dir().rglob("*.j2"))
-            if self.template_set.folder:
-                files += sorted(Path(self.template_set.folder).rglob("*.j2"))
-            options = f"variant {self.variant}; globals {sorted(environment.globals)}"
-            try:
-                key = cache.checks_key(files, options)
-            except OSError:  # a file gone since the stamp: checked in this process
-                key = None
-            if key is not None and cache.checked(key):
-                self._checked = stamp
-                return
-        report = self.check()
-        if report.problems:
-            first = report.problems[0]  # the message starts with its file:line
-            raise TemplateError(
-                "\n".join(str(p) for p in report.problems), template=first.file, lineno=first.line
-            )
-        if report.stale:
-            from .authoring.lock import warn_stale
-
-            warn_stale(report.stale)
-        elif cache is not None and key is not None:
-            cache.mark_checked(key)
-        self._checked = stamp
-
     def _render_templates(self, program: Program) -> str:
-        stamp = self._stamp()
-        self._ensure_checked(stamp)
-        key = _Key(dataclasses.replace(program, const_values=(), submod_values=()), stamp)
-        with self._lock:
-            cached = self._rendered.pop(key, None)
-            if cached is not None:
-                self._rendered[key] = cached  # now the most recent
-                return cached
-        source = self.through_jinja(program, shipped_function=self._shipped(_FUNCTION_TEMPLATE))
-        with self._lock:
-            self._rendered[key] = source
-            while len(self._rendered) > 16:
-                self._rendered.popitem(last=False)
-        return source
+        self._checks.ensure(self._stamp())
+        return self.through_jinja(program, shipped_function=self._shipped(_FUNCTION_TEMPLATE))
 
     def through_jinja(self, program: Program, *, shipped_function: bool, env: Any = None) -> str:
         """``program`` rendered by Jinja from the entry template (no check,
@@ -466,14 +354,49 @@ class Templates:
         return tuple(stamp)
 
 
-def _literal_line(file: str, at: int, text: str) -> int:
-    """The line of ``file``, from ``at`` on, that holds ``text`` as it is
-    (Jinja maps a run of template text to the line it starts on); else ``at``."""
-    try:
-        lines = Path(file).read_text(encoding="utf-8").splitlines()
-    except (OSError, UnicodeDecodeError):
-        return at
-    return next((n for n in range(at, len(lines) + 1) if lines[n - 1].strip() == text), at)
+class _Checks:
+    """When a :class:`Templates`' checks last passed: the stamp of your files
+    in this process, and across processes the template cache's record of
+    the very same files (yours, the shipped ones), versions, filters,
+    globals and variant. Rendering runs the checks once per state."""
+
+    def __init__(self, templates: Templates) -> None:
+        self.templates = templates
+        self.passed: tuple[Any, ...] | None = None
+
+    def ensure(self, stamp: tuple[Any, ...]) -> None:
+        """The checks run (a :class:`TemplateError` listing the problems),
+        unless they passed on ``stamp``, the files as they are now."""
+        if self.passed == stamp:
+            return
+        templates = self.templates
+        environment = templates.environment
+        cache, key = templates._cache, None
+        if cache is not None:
+            files = [Path(path) for path, _ in stamp] + sorted(templates_dir().rglob("*.j2"))
+            if templates.template_set.folder:
+                files += sorted(Path(templates.template_set.folder).rglob("*.j2"))
+            options = f"variant {templates.variant}; globals {sorted(environment.globals)}"
+            try:
+                key = cache.checks_key(files, options)
+            except OSError:  # a file gone since the stamp: checked in this process
+                key = None
+            if key is not None and cache.checked(key):
+                self.passed = stamp
+                return
+        report = templates.check()
+        if report.problems:
+            first = report.problems[0]  # the message starts with its file:line
+            raise TemplateError(
+                "\n".join(str(p) for p in report.problems), template=first.file, lineno=first.line
+            )
+        if report.stale:
+            from .authoring.lock import warn_stale
+
+            warn_stale(report.stale)
+        elif cache is not None and key is not None:
+            cache.mark_checked(key)
+        self.passed = stamp
 
 
 def _filter_names() -> frozenset[str]:
@@ -515,8 +438,8 @@ def _formatted(source: str, templates: Templates, program: Program | None = None
         try:  # the line Python refuses, where it does (black's own message otherwise)
             compile(source, "<stitchgen>", "exec", ast.PyCF_ONLY_AST)
         except SyntaxError as error:
-            raise templates.not_python(error, source, program) from exc
-        raise templates.invalid_source(f" (black: {exc})") from exc
+            raise templates.source_error(source, error, program) from exc
+        raise templates.source_error("", detail=f" (black: {exc})") from exc
 
 
 def render(
