@@ -29,7 +29,6 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # what the lazy doors below resolve, for type checkers and IDEs
     from . import compat, ir
-    from .artifact import load_artifact, read_artifact
     from .conventions import Linkage
     from .errors import (
         ArtifactError,
@@ -43,7 +42,7 @@ if TYPE_CHECKING:  # what the lazy doors below resolve, for type checkers and ID
     )
     from .filters import Code
     from .ir import Program
-    from .loading import Generated, load
+    from .loading import Generated, load, load_artifact, read_artifact
     from .pipeline import Options, compile, generate, lower
     from .rendering import Templates, render
     from .split import split_graph
@@ -72,9 +71,9 @@ _DOORS = {
     "compile": "pipeline",
     "generate": "pipeline",
     "load": "loading",
-    "load_artifact": "artifact",
+    "load_artifact": "loading",
     "lower": "pipeline",
-    "read_artifact": "artifact",
+    "read_artifact": "loading",
     "render": "rendering",
     "split_graph": "split",
 }

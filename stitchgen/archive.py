@@ -1,7 +1,32 @@
-"""Artifacts on disk: writing one, and reading one back verified (digests,
-versions, signature, imports) — the format is described in
-:mod:`stitchgen.artifact`, which turns what this reads into a
-``Generated`` or a callable."""
+"""Artifacts on disk, generated code saved for a compile cache's warm start:
+writing one, and reading one back verified (digests, versions, signature,
+imports); :func:`stitchgen.loading.read_artifact` turns what this reads into
+a ``Generated``, :func:`~stitchgen.loading.load_artifact` into a callable.
+
+An artifact is a directory:
+
+* ``manifest.json`` — format version, stitchgen/torch/Python versions, the
+  entry name, binder, calling convention, submodule names, constant count,
+  imports, and the SHA-256 of every other file (plus an HMAC over the
+  manifest when saved with a ``key``);
+* ``code.py`` — the generated source;
+* ``program.json`` — the IR (read by :func:`read_artifact` only);
+* ``code.<cache_tag>.bin`` — its compiled code object (``marshal``), used
+  when the running Python has the same bytecode magic, else ignored;
+* ``consts.json`` and ``consts.pt`` — the lifted constants: each by a
+  source form (a verified qualified name, a literal, a slice of literals,
+  an ``__fx_repr__`` with verified globals) where it has one, the rest
+  (tensors, devices, sizes) ``torch.save``-d and loaded with
+  ``weights_only=True`` (see :mod:`stitchgen.portable`). A constant that
+  can be stored neither way is refused at save time, naming it.
+
+Loading rebuilds no FX graph: it checks the manifest and digests, unpickles
+nothing but the constants (weights-only), reads the others back from their
+checked source forms, and runs the stored module — our
+template's imports and function definitions. It refuses a truncated,
+corrupted, edited or version-mismatched artifact, and a module to import
+that is not already imported (unless allowed), before executing anything.
+"""
 
 from __future__ import annotations
 

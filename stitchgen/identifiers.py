@@ -1,7 +1,9 @@
 """Names in the code we write, decided here, once: what counts as an
 identifier, what no generated identifier may take (:data:`RESERVED`), and a
 scope's fresh names (:class:`Namespace`, :func:`sanitize`), which the
-lowering and the naming pass (:mod:`stitchgen.passes`) both hand out.
+lowering and the naming pass (:mod:`stitchgen.passes`) both hand out; and the
+exact qualified name of an object (:func:`qualified_name`), which the
+lowering writes and an artifact stores.
 
 An identifier is ASCII, ``str.isidentifier`` and not a keyword: Python
 NFKC-normalizes non-ASCII identifiers, so two spellings could name one
@@ -15,9 +17,13 @@ anything else is sanitized (names), spelled another way (``getattr``,
 from __future__ import annotations
 
 import builtins
+import enum
 import keyword
 import re
+import sys
+import types
 from collections.abc import Iterable
+from typing import Any
 
 __all__ = [
     "BUILTINS",
@@ -29,6 +35,8 @@ __all__ = [
     "checked",
     "is_dotted",
     "is_identifier",
+    "qualified_name",
+    "resolve",
     "sanitize",
 ]
 
@@ -148,3 +156,82 @@ class Namespace:
         other = Namespace(self._taken)
         other._next = dict(self._next)
         return other
+
+
+# ==========================================================================
+# Objects reached by their exact qualified name (``torch.float32``,
+# ``torch.ops.aten.mm.default``, ``operator.add``, an enum member): the
+# names the generated code writes (``lowering.qualified_ref``) and the names
+# an artifact stores (``portable``), found and verified in one place, which
+# loads neither torch nor the artifact store.
+
+#: private C modules whose objects are also reachable from a public module
+_PUBLIC_ALIASES = {"_operator": "operator", "posix": "os", "_functools": "functools"}
+
+
+def resolve(module: str, path: str) -> Any:
+    """Follow ``module.path`` the way the generated code will: from the
+    top-level package, attribute by attribute."""
+    root, *atoms = module.split(".")
+    obj: Any = sys.modules[root]
+    for atom in atoms + (path.split(".") if path else []):
+        obj = getattr(obj, atom)
+    return obj
+
+
+def _candidates(obj: Any) -> list[tuple[str, str]]:
+    torch = sys.modules.get("torch")  # no torch imported: no torch object to name
+    if torch is not None:
+        if isinstance(obj, (torch.dtype, torch.layout, torch.memory_format)):
+            text = str(obj)  # "torch.float32"
+            module, _, path = text.partition(".")
+            return [(module, path)]
+        if isinstance(obj, torch._ops.OpOverload):
+            ns, _, name = obj._schema.name.partition("::")
+            return [("torch", f"ops.{ns}.{name}.{obj._overloadname}")]
+        if isinstance(obj, torch._ops.OpOverloadPacket):
+            ns, _, name = obj._qualified_op_name.partition("::")
+            return [("torch", f"ops.{ns}.{name}")]
+    if isinstance(obj, enum.Enum):
+        cls = type(obj)
+        return [(cls.__module__, f"{cls.__qualname__}.{obj.name}")]
+    if isinstance(obj, types.ModuleType):
+        return [(obj.__name__, "")]
+    owner = getattr(obj, "__module__", None)
+    qualname = getattr(obj, "__qualname__", None) or getattr(obj, "__name__", None)
+    if not isinstance(owner, str) or not isinstance(qualname, str):
+        return []
+    names = [qualname]
+    short = getattr(obj, "__name__", None)
+    if isinstance(short, str) and short != qualname:
+        names.append(short)  # torch.ones: qualname "_VariableFunctionsClass.ones"
+    modules = [_PUBLIC_ALIASES[owner], owner] if owner in _PUBLIC_ALIASES else [owner]
+    return [(m, n) for m in modules for n in names]
+
+
+def qualified_name(obj: Any) -> tuple[str, str] | None:
+    """``(module, path)`` naming ``obj`` itself, or None.
+
+    Only modules already in ``sys.modules`` are consulted (nothing is
+    imported), ``__main__`` is never used (it differs between processes), and
+    the candidate is accepted only if resolving it gives ``obj`` back
+    (identity, not equality).
+    """
+    try:
+        candidates = _candidates(obj)
+    except Exception:  # an object whose metadata raises is simply lifted
+        return None
+    for module, path in candidates:
+        if module == "__main__" or not is_dotted(module) or module not in sys.modules:
+            continue
+        if path and not is_dotted(path):
+            continue  # "<lambda>", "f.<locals>.g"
+        if module == "builtins" and "." not in path and getattr(builtins, path, None) is obj:
+            return module, path
+        try:
+            found = resolve(module, path)
+        except Exception:
+            continue
+        if found is obj:
+            return module, path
+    return None

@@ -1,8 +1,9 @@
 """Generated code and how it becomes a callable: :class:`Generated`, the
 record ``generate`` returns and an artifact stores (the code, its compiled
 form, its :class:`~stitchgen.Linkage` and constants, the IR when there is
-one; it knows no store: ``save`` is a door to the artifact modules), and
-:func:`load`, the one load path.
+one; ``save`` is a door to the artifact store, :mod:`stitchgen.archive`),
+:func:`load`, the one load path, and :func:`read_artifact` and
+:func:`load_artifact`, which read a stored one back.
 
 The source is compiled under a unique, content-derived filename that is
 registered in :mod:`linecache`, so a traceback through the generated function
@@ -22,21 +23,23 @@ from __future__ import annotations
 import builtins
 import functools
 import hashlib
+import json
 import linecache
 import os
 import threading
 import types
 import weakref
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .conventions import convention_named
-from .errors import BindingError
+from .errors import ArtifactError, BindingError
 from .records import Record, record
 
 if TYPE_CHECKING:
+    from .archive import Verified
     from .conventions import Linkage
     from .ir import Program
 
@@ -46,6 +49,8 @@ __all__ = [
     "compile_cache_info",
     "compile_source",
     "load",
+    "load_artifact",
+    "read_artifact",
     "source_filename",
 ]
 
@@ -271,3 +276,72 @@ def _keep_source(fn: Any, code: str, name: str) -> Any:
     _register(filename, code)
     weakref.finalize(fn, _unregister, filename)
     return fn
+
+
+# ==========================================================================
+# An artifact read back (:mod:`stitchgen.archive` writes and verifies one):
+# the warm start of a compile cache.
+
+
+def read_artifact(
+    path: str | os.PathLike[str],
+    *,
+    key: bytes | None = None,
+    allow_imports: Iterable[str] = (),
+) -> Generated:
+    """The :class:`~stitchgen.Generated` stored at ``path``, verified, with
+    its IR (``program``).
+
+    ``key``: the HMAC key it was saved with (required if it was signed).
+    ``allow_imports``: modules the code may import that are not imported yet
+    (importing runs a module's code, so by default only modules already in
+    ``sys.modules`` are accepted).
+    """
+    from . import ir  # the IR: read_artifact's, never load_artifact's
+    from .archive import open_artifact, verified_file  # the store: imported to read one
+
+    opened = open_artifact(Path(path), key, allow_imports)
+    try:
+        program_json = json.loads(verified_file(opened.root, opened.manifest, "program.json"))
+        program = ir.from_json(program_json, tuple(opened.consts))
+    except ArtifactError:
+        raise
+    except Exception as exc:
+        raise ArtifactError(f"artifact {path}: the stored program is invalid ({exc})") from None
+    return _record(opened, program)
+
+
+def _record(opened: Verified, program: Any = None) -> Generated:
+    """The :class:`~stitchgen.Generated` an opened artifact holds: its code and
+    linkage as the manifest records them (the IR if read)."""
+    from .conventions import Linkage
+
+    linkage = Linkage.from_manifest(opened.manifest)
+    return Generated(opened.code, linkage, opened.consts, program, code_object=opened.code_object)
+
+
+def load_artifact(
+    path: str | os.PathLike[str],
+    submods: Mapping[str, Callable[..., Any]] | None = None,
+    *,
+    key: bytes | None = None,
+    allow_imports: Iterable[str] = (),
+) -> Callable[..., Any]:
+    """The warm-start path of a compile cache: the callable stored at
+    ``path``, bound to ``submods`` (every bound piece must be given). It
+    verifies the artifact and runs its module; it reads no IR and builds no
+    FX graph.
+
+    >>> import tempfile, torch, torch.fx as fx, stitchgen
+    >>> generated = stitchgen.generate(fx.symbolic_trace(lambda x: x * 2))
+    >>> path = generated.save(tempfile.mkdtemp() + "/artifact")
+    >>> stitchgen.load_artifact(path)(torch.ones(2))
+    tensor([2., 2.])
+    """
+    from .archive import open_artifact  # the store: imported to read one
+
+    opened = open_artifact(Path(path), key, allow_imports)
+    try:
+        return load(_record(opened), submods)
+    except BindingError as exc:
+        raise BindingError(f"artifact {path}: {exc}") from None

@@ -37,8 +37,6 @@ without other builtins.
 from __future__ import annotations
 
 import ast
-import builtins
-import enum
 import importlib
 import io
 import re
@@ -51,7 +49,7 @@ import torch
 import torch.utils._pytree as pytree
 
 from .errors import ArtifactError
-from .identifiers import is_dotted
+from .identifiers import qualified_name, resolve
 
 __all__ = [
     "PORTABLE_BUILTINS",
@@ -345,79 +343,3 @@ def read_consts(stored: list[Any], forms: list[Any]) -> list[Any]:
                 f"({type(exc).__name__}: {exc})"
             ) from None
     return out
-
-
-# ==========================================================================
-# Objects reached by their exact qualified name (``torch.float32``,
-# ``torch.ops.aten.mm.default``, ``operator.add``, an enum member): the
-# names the generated code writes (``lowering.qualified_ref``) and the names
-# an artifact stores, found and verified in one place.
-
-#: private C modules whose objects are also reachable from a public module
-_PUBLIC_ALIASES = {"_operator": "operator", "posix": "os", "_functools": "functools"}
-
-
-def resolve(module: str, path: str) -> Any:
-    """Follow ``module.path`` the way the generated code will: from the
-    top-level package, attribute by attribute."""
-    root, *atoms = module.split(".")
-    obj: Any = sys.modules[root]
-    for atom in atoms + (path.split(".") if path else []):
-        obj = getattr(obj, atom)
-    return obj
-
-
-def _candidates(obj: Any) -> list[tuple[str, str]]:
-    if isinstance(obj, (torch.dtype, torch.layout, torch.memory_format)):
-        text = str(obj)  # "torch.float32"
-        module, _, path = text.partition(".")
-        return [(module, path)]
-    if isinstance(obj, torch._ops.OpOverload):
-        ns, _, name = obj._schema.name.partition("::")
-        return [("torch", f"ops.{ns}.{name}.{obj._overloadname}")]
-    if isinstance(obj, torch._ops.OpOverloadPacket):
-        ns, _, name = obj._qualified_op_name.partition("::")
-        return [("torch", f"ops.{ns}.{name}")]
-    if isinstance(obj, enum.Enum):
-        cls = type(obj)
-        return [(cls.__module__, f"{cls.__qualname__}.{obj.name}")]
-    if isinstance(obj, types.ModuleType):
-        return [(obj.__name__, "")]
-    owner = getattr(obj, "__module__", None)
-    qualname = getattr(obj, "__qualname__", None) or getattr(obj, "__name__", None)
-    if not isinstance(owner, str) or not isinstance(qualname, str):
-        return []
-    names = [qualname]
-    short = getattr(obj, "__name__", None)
-    if isinstance(short, str) and short != qualname:
-        names.append(short)  # torch.ones: qualname "_VariableFunctionsClass.ones"
-    modules = [_PUBLIC_ALIASES[owner], owner] if owner in _PUBLIC_ALIASES else [owner]
-    return [(m, n) for m in modules for n in names]
-
-
-def qualified_name(obj: Any) -> tuple[str, str] | None:
-    """``(module, path)`` naming ``obj`` itself, or None.
-
-    Only modules already in ``sys.modules`` are consulted (nothing is
-    imported), ``__main__`` is never used (it differs between processes), and
-    the candidate is accepted only if resolving it gives ``obj`` back
-    (identity, not equality).
-    """
-    try:
-        candidates = _candidates(obj)
-    except Exception:  # an object whose metadata raises is simply lifted
-        return None
-    for module, path in candidates:
-        if module == "__main__" or not is_dotted(module) or module not in sys.modules:
-            continue
-        if path and not is_dotted(path):
-            continue  # "<lambda>", "f.<locals>.g"
-        if module == "builtins" and "." not in path and getattr(builtins, path, None) is obj:
-            return module, path
-        try:
-            found = resolve(module, path)
-        except Exception:
-            continue
-        if found is obj:
-            return module, path
-    return None

@@ -40,7 +40,7 @@ def test_docstring_examples_run(name):
 def test_discovery_finds_the_examples():
     attempted = {
         name: _examples(name).attempted
-        for name in ("stitchgen", "stitchgen.compat", "stitchgen.artifact", "stitchgen.pipeline")
+        for name in ("stitchgen", "stitchgen.compat", "stitchgen.pipeline")
     }
     assert all(attempted.values()), attempted
 

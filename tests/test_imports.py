@@ -28,7 +28,6 @@ COMPILE_PATH = {
     "stitchgen.lowering",
     "stitchgen.passes",
     "stitchgen.pipeline",
-    "stitchgen.portable",
     "stitchgen.records",
     "stitchgen.rendering",
 }
@@ -36,7 +35,6 @@ COMPILE_PATH = {
 WARM_PATH = {
     "stitchgen",
     "stitchgen.archive",
-    "stitchgen.artifact",
     "stitchgen.conventions",
     "stitchgen.errors",
     "stitchgen.identifiers",

@@ -39,7 +39,7 @@ from torch.fx.immutable_collections import immutable_dict, immutable_list
 
 from ..conventions import CLOSURE, ConstantPolicy, Convention, name_formats
 from ..errors import CodegenError
-from ..identifiers import Namespace, is_identifier
+from ..identifiers import Namespace, is_identifier, qualified_name
 from ..ir import (
     Assign,
     Call,
@@ -69,7 +69,6 @@ from ..ir import (
     writes,
 )
 from ..literals import is_primitive
-from ..portable import qualified_name
 from ..records import Record, record
 
 __all__ = [
@@ -241,7 +240,7 @@ def display_of(value: Any, policy: ConstantPolicy) -> type | None:
 
 def qualified_ref(obj: Any) -> GlobalRef | None:
     """A :class:`GlobalRef` that resolves to ``obj`` itself, or None
-    (:func:`stitchgen.portable.qualified_name`: only modules already
+    (:func:`stitchgen.identifiers.qualified_name`: only modules already
     imported, never ``__main__``, the very object or nothing)."""
     if is_primitive(obj):
         return None
