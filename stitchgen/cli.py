@@ -99,7 +99,7 @@ def _golden(args: argparse.Namespace) -> int:
     if args.templates and (args.template_dir or args.variant):
         raise _Stop(prog, "--templates names the whole set: no --template-dir or --variant", 2)
     with _usage(prog):
-        project = None if args.cases else find_project()
+        project = find_project()  # its templates hold for --cases too, unless named otherwise
         cases_spec = args.cases or (project.cases if project else None)
         if cases_spec is None:
             raise _Stop(
@@ -237,12 +237,12 @@ def _blocks(args: argparse.Namespace) -> int:
     return 0
 
 
-def _check_templates(args: argparse.Namespace) -> int:
+def _specimens_fail(args: argparse.Namespace, templates: Any) -> bool:
+    """Render ``templates`` on the specimens and print what they get (code
+    that is not Python, and notes on the guarantees), one line each on
+    stderr; was any of it a problem?"""
     from .authoring.specimens import rendered
 
-    templates = _templates(args)
-    if _problems(args, templates, stale=True):
-        return 1
     if _renders(args, templates):
         problems, notes = rendered(templates)  # what the specimens get: Python, the guarantees
     else:  # filters or names of the project's own, which a DIR does not bring
@@ -257,6 +257,12 @@ def _check_templates(args: argparse.Namespace) -> int:
         print(line, file=sys.stderr)
     if problems:
         print(f"{args.prog}: {len(problems)} problem(s)", file=sys.stderr)
+    return bool(problems)
+
+
+def _check_templates(args: argparse.Namespace) -> int:
+    templates = _templates(args)
+    if _problems(args, templates, stale=True) or _specimens_fail(args, templates):
         return 1
     print(f"templates check: {_where(templates)}: no problems")
     return 0
@@ -287,22 +293,22 @@ def _diff(args: argparse.Namespace) -> int:
         case = entry.case()
         if case[2] is None:  # a case with templates of its own is not the shipped set's
             cases.append((entry.key, functools.partial(entry.code, case=case)))
-    if spec is None:
-        from .authoring.specimens import previews
+    from .authoring.specimens import previews, rendered
 
-        cases = previews(mine)
+    specimens = previews(mine)  # each rendered once, for the diff and for the notes
+    if spec is None:
+        cases = specimens
         print(
             "templates diff: no cases named (--cases, or cases in [tool.stitchgen]): previewing "
             "on stitchgen's specimen graphs",
             file=sys.stderr,
         )
-    changes, count = preview(cases, Templates(variant=mine.template_set), mine)
+    shipped = Templates(variant=mine.template_set)
+    changes, count = preview(cases, shipped, mine)
     for change in changes:
         sys.stdout.write(change.diff)
     if _renders(args, mine):
-        from .authoring.specimens import rendered
-
-        for note in rendered(mine)[1]:  # frees, piece calls, returns: on the specimens
+        for note in rendered(mine, specimens, shipped)[1]:  # frees, piece calls, returns
             print(note, file=sys.stderr)
     print(f"templates diff: {_where(mine)} changes {len(changes)} of {count} case(s)")
     return 0
@@ -312,7 +318,7 @@ def _lock(args: argparse.Namespace) -> int:
     from .authoring.lock import write_lock
 
     templates = _templates(args)
-    if _problems(args, templates):
+    if _problems(args, templates) or _specimens_fail(args, templates):  # as check finds them
         print(f"{args.prog}: not locked: fix the problems first", file=sys.stderr)
         return 1
     if not templates.dirs:

@@ -81,15 +81,22 @@ def split_decoder(
     return split_graph(gm, ["stitchgen_demo::attention"]), inputs
 
 
-def _per_call(fn: Callable[[], Any], number: int = 200, rounds: int = 7) -> float:
-    return statistics.median(timeit.repeat(fn, number=number, repeat=rounds)) / number
-
-
 def _side_by_side(
-    gm: fx.GraphModule, fn: Callable[..., Any], inputs: tuple[torch.Tensor, ...]
+    gm: fx.GraphModule,
+    fn: Callable[..., Any],
+    inputs: tuple[torch.Tensor, ...],
+    number: int = 5,
+    rounds: int = 201,
 ) -> tuple[float, float]:
-    """Seconds per call of the GraphModule and of stitchgen's function, timed the same way."""
-    return _per_call(lambda: gm(*inputs)), _per_call(lambda: fn(*inputs))
+    """Seconds per call of the GraphModule and of stitchgen's function: the
+    median of rounds that alternate between the two, so that other work on
+    the machine slows both alike."""
+    timers = [timeit.Timer(lambda: gm(*inputs)), timeit.Timer(lambda: fn(*inputs))]
+    times: list[list[float]] = [[], []]
+    for _ in range(rounds):
+        for timer, taken in zip(timers, times, strict=True):
+            taken.append(timer.timeit(number) / number)
+    return statistics.median(times[0]), statistics.median(times[1])
 
 
 def run_demo(

@@ -123,3 +123,50 @@ def test_a_folder_with_only_templates_and_its_configuration(tmp_path, monkeypatc
     (tmp_path / "pyproject.toml").write_text('[tool.stitchgen]\ntemplates = "nope"\n')
     assert main(["templates", "check"]) == 2
     assert "templates 'nope': no directory" in capsys.readouterr().err
+
+
+def test_golden_cases_named_keep_the_configured_templates(tmp_path, monkeypatch, capsys):
+    _project(tmp_path, monkeypatch)
+    argv = ["golden", "--update", "--cases", str(tmp_path / "cases.py"), "--dir", "mine"]
+    assert main(argv) == 0
+    assert 'acme_calls["fwd"] += 1' in (tmp_path / "sub" / "mine" / "plain.py").read_text()
+    (tmp_path / "shipped.py").write_text("import stitchgen\nPLAIN = stitchgen.Templates\n")
+    assert main([*argv, "--templates", "shipped:PLAIN"]) == 0  # unless named otherwise
+    assert "acme_calls" not in (tmp_path / "sub" / "mine" / "plain.py").read_text()
+
+
+def test_lock_refuses_templates_whose_code_check_finds_not_python(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "mine").mkdir()
+    (tmp_path / "mine" / "function.py.j2").write_text(
+        '{% extends "stitchgen/function.py.j2" %}\n{% block prologue %}\n    if x\n{% endblock %}\n'
+    )
+    assert main(["templates", "check", "mine"]) == 1
+    assert main(["templates", "lock", "mine"]) == 1
+    err = capsys.readouterr().err
+    assert "the rendered source is not valid Python" in err and "not locked" in err
+    assert not (tmp_path / "mine" / "stitchgen.lock").exists()
+
+
+def test_diff_renders_each_specimen_once_per_template_set(tmp_path, monkeypatch, capsys):
+    from stitchgen import pipeline
+    from stitchgen.authoring.specimens import previews
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "mine").mkdir()
+    (tmp_path / "mine" / "function.py.j2").write_text(
+        '{% extends "stitchgen/function.py.j2" %}\n{% block before_call %}\n    # piece\n'
+        "{% endblock %}\n"
+    )
+    renders = []
+    generate = pipeline.generate
+
+    def counted(gm, **options):
+        renders.append(options["templates"])
+        return generate(gm, **options)
+
+    monkeypatch.setattr(pipeline, "generate", counted)
+    assert main(["templates", "diff", "mine"]) == 0
+    sets = {id(t) for t in renders}
+    count = len(previews(stitchgen.Templates(tmp_path / "mine")))
+    assert len(sets) == 2 and len(renders) == 2 * count  # the shipped set and yours, once each

@@ -251,29 +251,34 @@ def _recording(render: Any, sink: list[str]) -> Any:
 def previews(templates: Any) -> list[tuple[str, Callable[[Any], str]]]:
     """The specimens ``templates`` can render, each with a function from a
     ``Templates`` to its code (``generate(..., format=True)``), for
-    ``templates diff``."""
+    ``templates diff``: each renders once per ``Templates``."""
+    import functools
+
     from ..pipeline import generate
 
     def code(specimen: Specimen) -> Callable[[Any], str]:
-        return lambda t: (
-            generate(specimen.gm, opaque=specimen.submods, templates=t, **specimen.options).code
+        return functools.cache(
+            lambda t: (
+                generate(specimen.gm, opaque=specimen.submods, templates=t, **specimen.options).code
+            )
         )
 
     built = {name: build() for name, build in SPECIMENS.items()}
     return [(f"specimen {n}", code(s)) for n, s in built.items() if s.fits(templates)]
 
 
-def rendered(templates: Any) -> tuple[list[str], list[str]]:
-    """``templates`` rendered on the specimens (``templates check``): the
-    problems (code that is not Python, one line each naming the specimen)
-    and the notes (an override that changes how many frees, piece calls or
-    returns a specimen gets, against the shipped templates of its variant)."""
+def rendered(templates: Any, cases: Any = None, shipped: Any = None) -> tuple[list[str], list[str]]:
+    """``templates`` rendered on the specimens (``templates check``; ``cases``:
+    :func:`previews` already made, whose renders are reused): the problems
+    (code that is not Python, one line each naming the specimen) and the
+    notes (an override that changes how many frees, piece calls or returns a
+    specimen gets, against ``shipped``, the shipped templates of its variant)."""
     from ..errors import StitchgenError
     from ..rendering import Templates
 
     problems, notes = [], []
-    shipped = Templates(variant=templates.template_set)
-    for key, code in previews(templates):
+    shipped = shipped or Templates(variant=templates.template_set)
+    for key, code in previews(templates) if cases is None else cases:
         try:
             mine = code(templates)
         except StitchgenError as exc:
