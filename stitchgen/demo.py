@@ -17,7 +17,7 @@ import torch
 import torch.fx as fx
 from torch.fx.experimental.proxy_tensor import make_fx
 
-__all__ = ["attention", "decoder", "instant_pieces", "run_demo", "split_decoder"]
+__all__ = ["attention", "decoder", "instant_pieces", "run_demo", "side_by_side", "split_decoder"]
 
 
 @torch.library.custom_op("stitchgen_demo::attention", mutates_args=())
@@ -81,7 +81,7 @@ def split_decoder(
     return split_graph(gm, ["stitchgen_demo::attention"]), inputs
 
 
-def _side_by_side(
+def side_by_side(
     gm: fx.GraphModule,
     fn: Callable[..., Any],
     inputs: tuple[torch.Tensor, ...],
@@ -113,7 +113,7 @@ def run_demo(
     expected = split_gm(*inputs)
     equal = torch.equal(fn(*inputs), expected)
     print_fn(f"outputs equal to the GraphModule: {equal}")
-    t_gm, t_fn = _side_by_side(split_gm, fn, inputs)
+    t_gm, t_fn = side_by_side(split_gm, fn, inputs)
     print_fn(
         f"per call ({n_layers} layers, {len(list(split_gm.children()))} pieces): "
         f"GraphModule {t_gm * 1e6:.1f} us, stitchgen {t_fn * 1e6:.1f} us "
@@ -121,7 +121,7 @@ def run_demo(
     )
     # the stitching alone: pieces (and attention) that return at once, both ways
     stub_gm = instant_pieces(split_gm, inputs)
-    o_gm, o_fn = _side_by_side(stub_gm, load(generate(stub_gm, templates=templates)), inputs)
+    o_gm, o_fn = side_by_side(stub_gm, load(generate(stub_gm, templates=templates)), inputs)
     print_fn(
         f"overhead (the stitching alone, pieces that return at once): GraphModule "
         f"{o_gm * 1e6:.1f} us, stitchgen {o_fn * 1e6:.1f} us ({o_gm / o_fn:.2f}x); per layer "

@@ -24,12 +24,12 @@ def test_demo_prints_code_equality_and_timings(capsys):
 
 
 def test_the_demo_times_both_sides_in_alternating_rounds():
-    from stitchgen.demo import _side_by_side
+    from stitchgen.demo import side_by_side
 
     calls = []
     gm = lambda *args: calls.append("gm")  # noqa: E731
     fn = lambda *args: calls.append("fn")  # noqa: E731
-    t_gm, t_fn = _side_by_side(gm, fn, (), number=3, rounds=4)
+    t_gm, t_fn = side_by_side(gm, fn, (), number=3, rounds=4)
     assert calls == (["gm"] * 3 + ["fn"] * 3) * 4  # work elsewhere slows both alike
     assert t_gm > 0 and t_fn > 0
 
