@@ -83,7 +83,6 @@ __all__ = [
     "emit",
     "emit_for",
     "variant_of",
-    "ident",
     "name_items",
 ]
 
@@ -266,11 +265,6 @@ def _where(stmt: Any) -> str:
     return f"  # {comment_source(where)}" if where else ""
 
 
-def ident(name: str) -> str:
-    """What the environment's ``finalize`` lets through unfiltered."""
-    return checked(name)
-
-
 def _layout() -> Any:
     """:mod:`stitchgen.layout`, black's layout: imported for ``format=True``
     only (the compile path renders without it)."""
@@ -369,14 +363,14 @@ class Emitter:
 
     def binder_signature(self) -> None:
         program = self.program
-        self.define("", ident(program.binder), name_items(program.submods + program.consts))
+        self.define("", checked(program.binder), name_items(program.submods + program.consts))
 
     def bindings(self) -> None:
         """A comment per binding (what it is)."""
         for s in self.program.submods:
-            self.comment(f"    # {ident(s.name)}: submodule {comment_source(s.path)}")
+            self.comment(f"    # {checked(s.name)}: submodule {comment_source(s.path)}")
         for c in self.program.consts:
-            self.comment(f"    # {ident(c.name)}: {comment_source(c.description)}")
+            self.comment(f"    # {checked(c.name)}: {comment_source(c.description)}")
 
     def targets(self) -> None:
         """The call targets bound once, in the binder's body (closure cells),
@@ -388,10 +382,10 @@ class Emitter:
     def target_lines(self, indent: str) -> None:
         """``name = module.path`` for each call target bound once."""
         for t in self.program.targets:
-            self.line(f"{indent}{ident(t.name)} = {self.writer.source(t.ref)}")
+            self.line(f"{indent}{checked(t.name)} = {self.writer.source(t.ref)}")
 
     def binder_return(self) -> None:
-        self.out.append(f"    return {ident(self.program.name)}\n")
+        self.out.append(f"    return {checked(self.program.name)}\n")
 
     # -- function.py.j2 --------------------------------------------------------
 
@@ -405,7 +399,7 @@ class Emitter:
 
     def signature(self, fn: Function, indent: str) -> None:
         """The ``def`` line."""
-        self.define(indent, ident(fn.name), self.writer.param_items(fn.params))
+        self.define(indent, checked(fn.name), self.writer.param_items(fn.params))
 
     def opening(self, fn: Function, indent: str) -> None:
         """What runs first — the ``unbox`` block of ``function.py.j2``: the
@@ -416,7 +410,7 @@ class Emitter:
 
     def unbox(self, stmt: Any, indent: str) -> None:
         """``a, b = args`` and ``args.clear()`` (an :class:`~stitchgen.ir.Unbox`)."""
-        box = ident(stmt.box)
+        box = checked(stmt.box)
         if stmt.targets:
             targets = name_items(stmt.targets)
             joined = ", ".join(targets)
@@ -491,7 +485,7 @@ class Emitter:
         :class:`~stitchgen.ir.UnpackCall` unpacks into (``(a,)`` for one,
         as black writes it)."""
         if type(stmt) is not UnpackCall:
-            return ident(stmt.target)
+            return checked(stmt.target)
         names = name_items(stmt.targets)
         return f"({names[0]},)" if len(names) == 1 else ", ".join(names)
 
@@ -512,10 +506,10 @@ class Emitter:
     def getitem(self, stmt: Any, indent: str) -> None:
         w = self.writer
         obj, index = w.atom_source(stmt.obj), w.subscript_source(stmt.index)
-        self.line(f"{indent}{ident(stmt.target)} = {obj}[{index}]{_where(stmt)}")
+        self.line(f"{indent}{checked(stmt.target)} = {obj}[{index}]{_where(stmt)}")
 
     def assign(self, stmt: Any, indent: str) -> None:
-        self.value(indent, f"{ident(stmt.target)} = ", stmt.value)
+        self.value(indent, f"{checked(stmt.target)} = ", stmt.value)
 
     def del_(self, stmt: Any, indent: str) -> None:
         """``del names`` (the ``del`` block)."""
@@ -725,7 +719,7 @@ class VllmEmitter(Emitter):
         entry = fn.name == self.program.name and self.options.get("vllm_entry_submods", True)
         if fn.name in self.needs_submods or entry:
             params = keyword_only(fn.params, params, VLLM.submods_param)
-        self.define(indent, ident(fn.name), params)
+        self.define(indent, checked(fn.name), params)
 
     def call_parts(self, stmt: Any) -> tuple[str, list[str]]:
         callee, items = super().call_parts(stmt)

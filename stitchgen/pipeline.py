@@ -216,7 +216,9 @@ def _compiled(code: str, program: Program, templates: Templates) -> types.CodeTy
     try:
         return compile_source(code, program.name)
     except SyntaxError as exc:  # IndentationError included
-        raise templates.source_error(code, exc, program) from exc
+        from .environment import source_error  # templates of yours: Jinja is loaded
+
+        raise source_error(templates, code, exc, program) from exc
 
 
 def compile(

@@ -228,20 +228,6 @@ class Templates:
             found.append(os.path.join(where, name))
         return " + ".join(found)
 
-    def source_error(
-        self,
-        source: str,
-        error: SyntaxError | None = None,
-        program: Program | None = None,
-        detail: str = "",
-    ) -> TemplateError:
-        """The error for rendered ``source`` that is not Python (``error``:
-        Python's, naming the line; else ``detail``), naming the template
-        line that wrote it where it can (:func:`stitchgen.environment.source_error`)."""
-        from .environment import source_error  # Jinja: on this error only
-
-        return source_error(self, source, error, program, detail)
-
     def render(self, program: Program, *, format: bool = False) -> str:
         """Source for ``program``; ``format=True`` gives black's formatting.
 
@@ -263,7 +249,8 @@ class Templates:
                 return self._emit(program, black=True)
             except Unsure:
                 return _formatted(self._emit(program, black=False), self)
-        source = self._render_templates(program)
+        self._checks.ensure(self._stamp())
+        source = self.through_jinja(program, shipped_function=self._shipped(_FUNCTION_TEMPLATE))
         return _formatted(source, self, program) if format else source
 
     def _check_reserved(self, program: Program) -> None:
@@ -320,10 +307,6 @@ class Templates:
             return check_templates(self.environment, self.dirs, self.variant, known=known)
         except jinja2.TemplateSyntaxError as exc:  # file:line: what Jinja could not parse
             raise template_error(exc) from None
-
-    def _render_templates(self, program: Program) -> str:
-        self._checks.ensure(self._stamp())
-        return self.through_jinja(program, shipped_function=self._shipped(_FUNCTION_TEMPLATE))
 
     def through_jinja(self, program: Program, *, shipped_function: bool, env: Any = None) -> str:
         """``program`` rendered by Jinja from the entry template (no check,
@@ -435,11 +418,13 @@ def _formatted(source: str, templates: Templates, program: Program | None = None
     except Exception as exc:  # black.InvalidInput and friends
         import ast
 
+        from .environment import source_error  # Jinja: on this error only
+
         try:  # the line Python refuses, where it does (black's own message otherwise)
             compile(source, "<stitchgen>", "exec", ast.PyCF_ONLY_AST)
         except SyntaxError as error:
-            raise templates.source_error(source, error, program) from exc
-        raise templates.source_error("", detail=f" (black: {exc})") from exc
+            raise source_error(templates, source, error, program) from exc
+        raise source_error(templates, "", detail=f" (black: {exc})") from exc
 
 
 def render(

@@ -233,7 +233,7 @@ def display_of(value: Any, policy: ConstantPolicy) -> type | None:
 # ==========================================================================
 # Objects written by their exact qualified name (``torch.float32``,
 # ``torch.ops.aten.mm.default``, ``operator.add``, an enum member), found
-# and verified as an artifact stores them (:mod:`stitchgen.portable`); where
+# and verified as an artifact stores them (:mod:`stitchgen.identifiers`); where
 # there is none, the object is lifted (:mod:`stitchgen.literals` has the
 # three answers).
 
