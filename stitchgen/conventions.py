@@ -119,7 +119,7 @@ class Convention(Record):
     name: str
     #: names the code uses that no generated identifier may take
     helpers: tuple[str, ...] = ()
-    #: how references are spelled (``Writer.for_refs``): ``submod``, ``const``, ``function``
+    #: how references are spelled (the emitter's ``Writer``): ``submod``, ``const``, ``function``
     refs: Mapping[str, str] = field(default_factory=dict)
     #: name formats for the lowering (``NAME_FORMATS`` keys)
     names: Mapping[str, str] = field(default_factory=dict)

@@ -116,21 +116,15 @@ class Writer:
 
     __slots__ = ("refs",)
 
-    def __init__(self, refs: Iterable[tuple[str, str]] = ()) -> None:
-        self.refs: tuple[tuple[str, str], ...] = tuple(refs)
+    def __init__(self, refs: Mapping[str, str] | None = None) -> None:
+        self.refs: Mapping[str, str] = refs or {}
 
     def __repr__(self) -> str:
-        return f"Writer(refs={self.refs!r})"
-
-    @classmethod
-    def for_refs(cls, refs: Mapping[str, str]) -> Writer:
-        return cls(tuple(sorted(refs.items())))
+        return f"Writer(refs={dict(sorted(self.refs.items()))!r})"
 
     def _ref(self, kind: str, name: str, index: int) -> str:
-        for key, fmt in self.refs:
-            if key == kind:
-                return fmt.format(name=name, index=index)
-        return name
+        fmt = self.refs.get(kind)
+        return name if fmt is None else fmt.format(name=name, index=index)
 
     # -- expressions ------------------------------------------------------
 

@@ -214,7 +214,7 @@ class Templates:
     def writer(self) -> Writer:
         """The expression writer for this convention's references."""
         if self._writer is None:
-            self._writer = Writer.for_refs(self.convention.refs)
+            self._writer = Writer(self.convention.refs)
         return self._writer
 
     def describe(self) -> str:
