@@ -15,35 +15,13 @@ from typing import Any
 
 import torch.fx as fx
 
-# The cyclic garbage collector, paused while stitchgen compiles (:func:`paused`).
-#
-# Lowering a big graph allocates tens of thousands of small IR objects that
-# live until the code is rendered. With the collector running, young
-# collections promote them, and on a large heap (a serving process, torch and
-# a traced model loaded) that promotion is what tips CPython into a *full*
-# collection — a pause proportional to the whole heap, measured at 0.24 s on
-# the 80-layer benchmark with ~530,000 objects alive, for a compile that
-# otherwise takes ~60 ms. Our objects hold no reference cycles: reference
-# counting frees them all. So, like :mod:`timeit`, stitchgen turns the
-# collector off while it lowers, renders and loads, and back on (only if it
-# was on) right after; by then its objects are gone, so they never count
-# towards the next full collection — the collector's schedule is left as the
-# rest of the program made it.
-#
-# The same holds while the compile path's modules are imported (``pipeline``
-# and ``compat`` import theirs inside :func:`paused`): the import makes some
-# 2,700 objects — functions, classes, code constants — that live as long as
-# the process. With the collector on, three young collections examine them
-# during the import, and by promoting them they make the next collection a
-# middle-generation one, which the first compile then pays (measured: about
-# 1 ms of a fresh process's import + first compile of the 80-layer benchmark,
-# against 0.3 ms for the one young collection that examines them after a
-# paused import). ``torch`` is imported before the pause, as the collector
-# would see it anyway.
-#
-# Set ``STITCHGEN_KEEP_GC=1`` to leave the collector alone. A program that
-# switches the collector off in another thread while stitchgen compiles may
-# find it switched back on at the end.
+# The cyclic garbage collector is paused while stitchgen lowers, renders and
+# loads, and while the compile path's modules are imported: the tens of
+# thousands of small IR objects a compile makes hold no cycles (reference
+# counting frees them), and collections that promote them would tip a large
+# heap into a full collection. Why, and what it was measured to cost:
+# benchmarks/README.md, "The collector paused while stitchgen compiles".
+# ``STITCHGEN_KEEP_GC=1`` leaves the collector alone.
 
 
 @contextlib.contextmanager

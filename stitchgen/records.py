@@ -11,13 +11,11 @@ supplies the rest once for all: immutability (each field is set once, by
 ``dataclasses.FrozenInstanceError``), equality and ``repr`` by the fields
 (``compare=``/``repr=`` honoured) and a hash computed once and cached.
 
-Why not ``frozen=True``: a frozen dataclass has its ``__setattr__`` and
-``__delattr__`` generated, two ``exec`` calls per class — measured, about
-a third of a fresh process's first compile for the ~30 classes of the
-compile path (benchmarks/README.md). The immutability is the same; what
-differs is that ``dataclasses`` records these classes as not frozen, so a
-subclass of your own is declared ``@dataclass`` (its generated
-``__init__`` sets each field once), not ``@dataclass(frozen=True)``.
+Not ``frozen=True``, which generates two methods per class by ``exec`` at
+import (what that cost a fresh process: benchmarks/README.md, "Records by
+the standard library's decorator"); ``dataclasses`` records these classes
+as not frozen, so a subclass of your own is declared ``@dataclass`` (its
+generated ``__init__`` sets each field once), not ``@dataclass(frozen=True)``.
 """
 
 from __future__ import annotations
