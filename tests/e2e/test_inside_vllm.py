@@ -125,8 +125,11 @@ def test_a_template_directory_applies_inside_vllm(tmp_path):
     [
         (None, "no such directory"),
         ("{% block header %", "module.py.j2"),  # does not parse
-        # the base's module under the vllm function: code that is no Python
-        ('{% extends "stitchgen/module.py.j2" %}', "not valid Python"),
+        # a header that leaves a bracket open: code that is no Python
+        (
+            '{% extends "stitchgen/module.py.j2" %}{% block header %}x = (\n{% endblock %}',
+            "not valid Python",
+        ),
     ],
     ids=["missing", "unparsable", "not-python"],
 )
