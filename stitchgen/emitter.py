@@ -285,8 +285,8 @@ class Emitter:
         variant: str | None = None,
     ) -> None:
         self.program = program
-        #: the name of the template set it writes (None: the built-ins), for errors
-        self.variant = variant
+        #: the template set it writes, as errors name it
+        self.variant = f"the {variant} variant" if variant else "built-in"
         #: the writers of statement kinds of yours (``Templates(kinds=...)``)
         self.kinds = kinds or {}
         self.black = black
@@ -607,11 +607,9 @@ def _method_for(emitter: Emitter, kind: type) -> Callable[[Any, Any, str], None]
     ours = kind in _IR_KINDS or issubclass(kind, STATEMENTS)  # a subclass of yours: as its base
     method = getattr(type(emitter), name, None) if name and ours else None
     if method is None:
-        variant = emitter.variant
-        where = f"the {variant} variant" if variant else "built-in"
         raise TemplateError(
-            f"function.py.j2 ({where}): no block renders a {kind.__name__} statement (its "
-            f"class names the block {block!r}; a kind of yours is written by the function "
+            f"function.py.j2 ({emitter.variant}): no block renders a {kind.__name__} statement "
+            f"(its class names the block {block!r}; a kind of yours is written by the function "
             "Templates(kinds={...}) gives it, through the generic statement block)",
             template="function.py.j2",
         )
@@ -791,12 +789,11 @@ class Variant(Record):
             raise TypeError(
                 f"variant {name!r}: its emitter is an Emitter subclass, not {emitter!r}"
             )
-        d = self.__dict__
-        d["name"] = name
-        d["convention"] = convention
-        d["emitter"] = emitter
-        d["folder"] = os.fspath(folder)
-        d["locals"] = tuple(locals)
+        self.name = name  # each field set once (Record)
+        self.convention = convention
+        self.emitter = emitter
+        self.folder = os.fspath(folder)
+        self.locals = tuple(locals)
 
 
 #: the built-in templates (``templates/``), as a variant
@@ -874,5 +871,6 @@ def emit(
     try:
         return emitter.render()
     except NotAnIdentifier as exc:  # a name the filters would refuse; anything else is a bug
-        where = f"the {emitter.variant} variant" if emitter.variant else "built-in"
-        raise TemplateError(f"module.py.j2 ({where}): {exc}", template="module.py.j2") from exc
+        raise TemplateError(
+            f"module.py.j2 ({emitter.variant}): {exc}", template="module.py.j2"
+        ) from exc

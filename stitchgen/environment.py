@@ -293,13 +293,9 @@ def build_environment(
     loaders: list[jinja2.BaseLoader] = []
     if search:
         loaders.append(jinja2.FileSystemLoader(list(search)))
-    shipped = base
-    if variants:
-        own = {name: jinja2.FileSystemLoader(folder) for name, folder in variants.items()}
-        shipped = jinja2.ChoiceLoader(
-            [jinja2.PrefixLoader({"variants": jinja2.PrefixLoader(own)}), base]
-        )
-    loaders += [jinja2.PrefixLoader({"stitchgen": shipped}), base]
+    own = {name: jinja2.FileSystemLoader(folder) for name, folder in (variants or {}).items()}
+    yours = jinja2.PrefixLoader({"variants": jinja2.PrefixLoader(own)})  # no variants: finds none
+    loaders += [jinja2.PrefixLoader({"stitchgen": jinja2.ChoiceLoader([yours, base])}), base]
     env = _Environment(
         loader=jinja2.ChoiceLoader(loaders),
         undefined=jinja2.StrictUndefined,

@@ -83,7 +83,7 @@ def lower(
     rendering = sorted({"format", "dump_dir"}.intersection(options))
     if rendering:
         raise TypeError(f"lower renders nothing: it takes no {rendering} option")
-    chosen = Options.given(options)
+    chosen = Options(**options)
     return _lower(gm, chosen, resolved(chosen), names, reserve, convention)
 
 
@@ -132,7 +132,7 @@ def generate(gm: fx.GraphModule, **options: Any) -> Generated:
             return add
     """
     with paused():  # no full collection on our account (see above)
-        return _generate(gm, Options.given(options))
+        return _generate(gm, Options(**options))
 
 
 def _generate(gm: fx.GraphModule, options: Options) -> Generated:
@@ -218,7 +218,7 @@ def compile(
     tensor([1., 2.])
     """
     with paused():
-        return compile_with(gm, submods, Options.given(options, format=False))
+        return compile_with(gm, submods, Options(**{"format": False, **options}))
 
 
 def compile_with(

@@ -143,17 +143,15 @@ class Templates:
             if not callable(write):
                 raise TypeError(f"kinds=: the writer of {kind.__name__} is not callable")
         self.kinds = MappingProxyType(dict(kinds or {}))
+        #: how the generated code receives its bindings (the variant's
+        #: convention; :data:`~stitchgen.conventions.CLOSURE` for the built-ins)
+        self.convention: Convention = self.template_set.convention
+        #: the expression writer for this convention's references
+        self.writer = Writer(self.convention.refs)
         self._env: jinja2.Environment | None = None
         self._cache: TemplateCache | None = None  # opened with the environment
-        self._writer: Writer | None = None
         self._lock = threading.Lock()
         self._checks = _Checks(self)
-
-    @property
-    def convention(self) -> Convention:
-        """How the generated code receives its bindings (the variant's
-        convention; :data:`~stitchgen.conventions.CLOSURE` for the built-ins)."""
-        return self.template_set.convention
 
     def __repr__(self) -> str:
         return (
@@ -179,14 +177,9 @@ class Templates:
         filters = {**build_filters(self.writer), **self.filters}
         self._cache = open_cache(filters)
         own = self.template_set.folder  # a variant of yours, reachable as stitchgen/variants/<name>
-        return build_environment(
-            templates_dir(),
-            self._search(),
-            filters,
-            self.globals,
-            self._cache,
-            {self.variant: own} if own and self.variant else {},
-        )
+        variants = {self.variant: own} if own and self.variant else {}
+        search, cache = self._search(), self._cache
+        return build_environment(templates_dir(), search, filters, self.globals, cache, variants)
 
     def _search(self) -> list[str]:
         """The directories searched before the built-ins: the user's, then the variant's."""
@@ -209,13 +202,6 @@ class Templates:
     def _shipped(self, name: str) -> bool:
         """Is the template ``name`` the shipped one (no directory in ``dirs`` has it)?"""
         return not any(os.path.isfile(os.path.join(d, name)) for d in self.dirs)
-
-    @property
-    def writer(self) -> Writer:
-        """The expression writer for this convention's references."""
-        if self._writer is None:
-            self._writer = Writer(self.convention.refs)
-        return self._writer
 
     def describe(self) -> str:
         """The template files that render: ``module.py.j2`` and

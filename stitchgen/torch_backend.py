@@ -54,7 +54,7 @@ def _example_inputs(piece: fx.GraphModule, name: str) -> list[Any]:
 
 def _checked(options: dict[str, Any]) -> Options:
     """The backend's options, refusing at construction what it cannot honour."""
-    chosen = Options.given(options, format=False)
+    chosen = Options(**{"format": False, **options})
     if chosen.boxed:
         raise ValueError(
             "boxed=True cannot work in a torch.compile backend: Dynamo calls the compiled "

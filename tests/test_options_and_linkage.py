@@ -47,7 +47,7 @@ def test_lower_takes_the_names_and_convention_of_the_templates_it_is_given():
 
 
 def test_options_record_defaults_and_is_immutable():
-    options = stitchgen.Options.given({"opaque": ["a"]}, format=False)
+    options = stitchgen.Options(opaque=["a"], format=False)
     assert options.opaque == ("a",) and options.format is False and options.name == "execution_fn"
     with pytest.raises(AttributeError):
         options.name = "f"  # type: ignore[misc]

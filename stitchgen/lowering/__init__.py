@@ -928,8 +928,9 @@ class Options:
       item, not unpacked where the piece is called (``a, b =
       inlined_submod_0(x)``).
 
-    >>> Options.given({"format": False}).format
-    False
+    >>> options = Options(format=False, opaque="submod_1")
+    >>> options.opaque, options.format, options.replace(boxed=True).boxed
+    (('submod_1',), False, True)
     """
 
     # the class's attributes are the defaults; an instance holds what was given
@@ -964,11 +965,6 @@ class Options:
     def replace(self, **changes: Any) -> Options:
         """These options with ``changes``."""
         return Options(**{**self.__dict__, **changes})
-
-    @classmethod
-    def given(cls, options: Mapping[str, Any], **defaults: Any) -> Options:
-        """The options of these keywords (``defaults`` under them)."""
-        return cls(**{**defaults, **options})
 
     @property
     def lines(self) -> bool:
