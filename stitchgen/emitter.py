@@ -286,7 +286,7 @@ class Emitter:
     ) -> None:
         self.program = program
         #: the template set it writes, as errors name it
-        self.variant = f"the {variant} variant" if variant else "built-in"
+        self.origin = f"the {variant} variant" if variant else "built-in"
         #: the writers of statement kinds of yours (``Templates(kinds=...)``)
         self.kinds = kinds or {}
         self.black = black
@@ -608,7 +608,7 @@ def _method_for(emitter: Emitter, kind: type) -> Callable[[Any, Any, str], None]
     method = getattr(type(emitter), name, None) if name and ours else None
     if method is None:
         raise TemplateError(
-            f"function.py.j2 ({emitter.variant}): no block renders a {kind.__name__} statement "
+            f"function.py.j2 ({emitter.origin}): no block renders a {kind.__name__} statement "
             f"(its class names the block {block!r}; a kind of yours is written by the function "
             "Templates(kinds={...}) gives it, through the generic statement block)",
             template="function.py.j2",
@@ -872,5 +872,5 @@ def emit(
         return emitter.render()
     except NotAnIdentifier as exc:  # a name the filters would refuse; anything else is a bug
         raise TemplateError(
-            f"module.py.j2 ({emitter.variant}): {exc}", template="module.py.j2"
+            f"module.py.j2 ({emitter.origin}): {exc}", template="module.py.j2"
         ) from exc

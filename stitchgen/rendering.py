@@ -178,8 +178,9 @@ class Templates:
         self._cache = open_cache(filters)
         own = self.template_set.folder  # a variant of yours, reachable as stitchgen/variants/<name>
         variants = {self.variant: own} if own and self.variant else {}
-        search, cache = self._search(), self._cache
-        return build_environment(templates_dir(), search, filters, self.globals, cache, variants)
+        return build_environment(
+            templates_dir(), self._search(), filters, self.globals, self._cache, variants
+        )
 
     def _search(self) -> list[str]:
         """The directories searched before the built-ins: the user's, then the variant's."""
