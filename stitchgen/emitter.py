@@ -555,8 +555,13 @@ class Emitter:
 
     def break_(self, stmt: Any, indent: str) -> None:
         """``if not test: break`` (the ``break`` block)."""
+        inner = indent + INDENT
         self.line(f"{indent}if not {self.writer.atom_source(stmt.test)}:")
-        self.line(f"{indent}{INDENT}break")
+        if stmt.copies:  # the loop ran no iteration: copies, as while_loop's
+            self.line(f"{inner}if {self.writer.atom_source(stmt.first[0])}:")
+            for name in map(self.writer.source, stmt.copies):
+                self.line(f"{inner}{INDENT}{name} = {name}.clone()")
+        self.line(f"{inner}break")
 
     def rebind(self, stmt: Any, indent: str) -> None:
         """``a, b = x, y`` (``a = x`` for one: the ``rebind`` block)."""

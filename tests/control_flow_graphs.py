@@ -5,7 +5,8 @@ branch...), and subgraphs called through ``invoke_subgraph``.
 Every graph takes ``x`` and ``y`` (tensors of shape (4,)), two flags ``p0``
 and ``p1`` (bool tensors, each ``cond``'s predicate is one of them) and a
 count ``n`` (an int tensor, every loop runs ``n`` times), and hands them
-down to each subgraph: :data:`PATHS` are the inputs that take every path —
+down to each subgraph; after the control flow, what it handed back may be
+written in place: :data:`PATHS` are the inputs that take every path —
 each branch and none, one or two iterations of every loop.
 """
 
@@ -131,6 +132,11 @@ def control_flow_graphs(draw: st.DrawFn, depth: int = 3) -> Drawn:
     pool = [graph.placeholder("x"), graph.placeholder("y")]
     context = [graph.placeholder(name) for name in CONTEXT]
     builder.steps(graph, attrs, pool, context, draw(st.integers(1, depth)))
+    # in-place ops after the control flow, as Dynamo's graphs keep them: a
+    # value the control flow hands back that is an input is written through
+    results = [v for v in pool if v.op == "call_function" and v.target is operator.getitem]
+    for value in draw(st.lists(st.sampled_from(results), max_size=2)) if results else ():
+        graph.call_method(draw(st.sampled_from(["add_", "mul_"])), (value, 2))
     outputs = draw(st.lists(st.sampled_from(pool), min_size=1, max_size=3))
     graph.output(tuple(outputs))
     return Drawn(builder.module(graph, attrs))

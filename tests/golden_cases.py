@@ -45,9 +45,13 @@ class Case:
     templates: Templates | None = None
 
     def expected(self) -> Any:
-        if self.interpret:
-            return fx.Interpreter(self.gm).run(*self.inputs)
-        return self.gm(*self.inputs)
+        return self.reference(*self.inputs)
+
+    @property
+    def reference(self) -> Callable[..., Any]:
+        """What the generated code must equal: the GraphModule (or its
+        interpreter, for the graphs FX cannot write)."""
+        return fx.Interpreter(self.gm).run if self.interpret else self.gm
 
 
 CASES: dict[str, Callable[[str], Case]] = {}

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import torch
@@ -36,6 +37,116 @@ def assert_same(actual: Any, expected: Any, path: str = "output") -> None:
         assert repr(actual) == repr(expected), f"{path}: {actual!r} != {expected!r}"
     else:
         assert actual == expected, f"{path}: {actual!r} != {expected!r}"
+
+
+def assert_runs_same(
+    actual: Callable[..., Any],
+    expected: Callable[..., Any],
+    inputs: Sequence[Any],
+    state: torch.nn.Module | None = None,
+) -> Any:
+    """``actual(*inputs)`` is ``expected(*inputs)`` under every observation:
+    equal values (:func:`assert_same`); an output shares memory with an
+    input, or with ``state``'s tensors (``expected``'s own where it is a
+    module: its parameters, buffers and tensor attributes, which ``actual``
+    binds), exactly where ``expected``'s does (a view counts as sharing);
+    and the same inputs and state are written (their version counters).
+    Each side runs on its own copy of the inputs, and on the state as it
+    was: what ``actual`` writes in the state is put back before
+    ``expected`` runs. Returns ``expected``'s value."""
+    if state is None and isinstance(expected, torch.nn.Module):
+        state = expected
+    tracked = _state_tensors(state)
+    saved = {name: t.detach().clone() for name, t in tracked.items()}
+    got = _observed(actual, inputs, tracked)
+    with torch.no_grad():
+        for name, t in tracked.items():
+            t.copy_(saved[name])
+    want = _observed(expected, inputs, tracked)
+    assert_same(got[0], want[0])
+    assert got[1] == want[1], f"outputs sharing memory with inputs: {got[1]} != {want[1]}"
+    assert got[2] == want[2], f"inputs and state written: {got[2]} != {want[2]}"
+    return want[0]
+
+
+def _state_tensors(module: torch.nn.Module | None) -> dict[str, torch.Tensor]:
+    """A module's tensors by name: parameters, buffers, tensor attributes."""
+    found: dict[str, torch.Tensor] = {}
+    for path, sub in module.named_modules() if module is not None else ():
+        for name, value in vars(sub).items():
+            if isinstance(value, torch.Tensor):
+                found[f"{path}.{name}".lstrip(".")] = value
+        for kind in ("_parameters", "_buffers"):
+            for name, value in getattr(sub, kind).items():
+                if value is not None:
+                    found[f"{path}.{name}".lstrip(".")] = value
+    return found
+
+
+def _observed(
+    fn: Callable[..., Any], inputs: Sequence[Any], state: dict[str, torch.Tensor]
+) -> tuple[Any, dict[str, list[str]], list[str]]:
+    """``fn`` run on a copy of ``inputs``: its value, what each output tensor
+    (by its path) shares memory with, and which inputs and state it wrote."""
+    memo: dict[int, Any] = {}
+    copies = [_copy(value, memo) for value in inputs]
+    seen = {f"input {i}": t for i, t in enumerate(_tensors(copies))}
+    seen.update((f"state {name}", t) for name, t in state.items())
+    before = {key: _version(t) for key, t in seen.items()}
+    value = fn(*copies)
+    storages = {key: _storage(t) for key, t in seen.items()}
+    shared = {}
+    for path, out in _leaves(value, "output"):
+        found = sorted(key for key, storage in storages.items() if storage == _storage(out))
+        if found:
+            shared[path] = found
+    written = sorted(key for key, t in seen.items() if _version(t) != before[key])
+    return value, shared, written
+
+
+def _copy(value: Any, memo: dict[int, Any]) -> Any:
+    """A copy of an input: tensors cloned (one clone per tensor, however
+    often it is passed), containers rebuilt, anything else as it is."""
+    if isinstance(value, torch.Tensor):
+        if id(value) not in memo:
+            copy = value.detach().clone()
+            memo[id(value)] = copy.requires_grad_(value.requires_grad)
+        return memo[id(value)]
+    if type(value) in (list, tuple):
+        return type(value)(_copy(item, memo) for item in value)
+    if type(value) is dict:
+        return {key: _copy(item, memo) for key, item in value.items()}
+    return value
+
+
+def _tensors(values: Any) -> list[torch.Tensor]:
+    return [t for _, t in _leaves(values, "")]
+
+
+def _leaves(value: Any, path: str) -> list[tuple[str, torch.Tensor]]:
+    if isinstance(value, torch.Tensor):
+        return [(path, value)]
+    if isinstance(value, (list, tuple)):
+        return [leaf for i, item in enumerate(value) for leaf in _leaves(item, f"{path}[{i}]")]
+    if isinstance(value, dict):
+        return [leaf for key, item in value.items() for leaf in _leaves(item, f"{path}[{key!r}]")]
+    return []
+
+
+def _storage(t: torch.Tensor) -> tuple[Any, int]:
+    """Where a tensor's memory lies: views of one tensor share it."""
+    try:
+        pointer = t.untyped_storage().data_ptr()
+    except (RuntimeError, NotImplementedError):  # no storage (a sparse or meta tensor)
+        pointer = 0
+    return (t.device, pointer or id(t))  # (an empty tensor's is 0: itself alone)
+
+
+def _version(t: torch.Tensor) -> int:
+    try:
+        return t._version
+    except RuntimeError:  # an inference tensor keeps no version counter
+        return -1
 
 
 def assert_specimen_runs(specimen: Any, templates: Any) -> None:

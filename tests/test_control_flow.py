@@ -16,7 +16,7 @@ import pytest
 import torch
 import torch.fx as fx
 from golden_cases import CASES, HIGHER_ORDER, Case, capture_dynamo, graph_module, tuple_piece
-from oracle import assert_same
+from oracle import assert_runs_same, assert_same
 
 import stitchgen
 from stitchgen import Templates, ir
@@ -33,7 +33,7 @@ def _equal_on(case, *inputs_list, templates=None):
     generated = stitchgen.generate(case.gm, templates=templates)
     fn = stitchgen.load(generated, case.submods)
     for inputs in inputs_list:
-        assert_same(fn(*inputs), case.gm(*inputs))
+        assert_runs_same(fn, case.gm, inputs)
     return generated.code
 
 
@@ -89,7 +89,7 @@ def test_an_exported_cond_runs_as_an_if_and_saves_as_an_artifact(tmp_path):
     assert "if " in generated.code and "higher_order" not in generated.code
     fn = stitchgen.load(generated)
     for inputs in [(x.abs() + 1, y), (-x.abs() - 1, y)]:
-        assert_same(fn(*inputs), gm(*inputs))
+        assert_runs_same(fn, gm, inputs)
     path = generated.save(tmp_path / "artifact")
     script = textwrap.dedent(
         f"""
@@ -122,7 +122,7 @@ def test_a_nested_compile_region_in_a_dynamo_graph_is_one_function():
         pytest.skip("this torch inlines the region")
     generated = stitchgen.generate(gm)
     fn = stitchgen.load(generated)
-    assert_same(fn(*inputs), gm(*inputs))
+    assert_runs_same(fn, gm, inputs)
     functions = [f for f in generated.program.functions if f is not generated.program.entry]
     assert len(functions) == 1
     calls = [
@@ -159,7 +159,7 @@ def test_an_operator_in_a_form_not_lowered_is_called_as_before():
     assert "if " not in generated.code and "true_graph_0" in generated.code
     fn = stitchgen.load(generated)
     for x in (torch.ones(3), -torch.ones(3)):
-        assert_same(fn(x), gm(x))
+        assert_runs_same(fn, gm, (x,))
 
 
 # -- liveness and the verifier over bodies that may not run -------------------
@@ -390,7 +390,7 @@ def test_a_before_call_override_writes_inside_a_branch_at_its_depth(tmp_path):
     assert depth == 3 * INDENT  # in the binder, the function, the branch
     assert lines[calls[0] - 1] == f"{depth}# before submod_0"
     fn = stitchgen.load(stitchgen.generate(specimen.gm, templates=templates))
-    assert_same(fn(*specimen.inputs), specimen.gm(*specimen.inputs))
+    assert_runs_same(fn, specimen.gm, specimen.inputs)
 
 
 def test_a_kind_of_yours_saves_no_artifact_it_could_not_read(tmp_path):

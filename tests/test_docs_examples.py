@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 import torch
-from oracle import assert_same, assert_specimen_runs
+from oracle import assert_runs_same, assert_same, assert_specimen_runs
 from torch.fx.experimental.proxy_tensor import make_fx
 
 import stitchgen
@@ -130,12 +130,12 @@ def _run(text, where, namespace):
     exec(compile(ast.parse(text), where, "exec"), namespace)
     split_gm, inputs = namespace["split_gm"], namespace["inputs"]
     if "fn" in namespace:
-        assert_same(namespace["fn"](*inputs), split_gm(*inputs))
+        assert_runs_same(namespace["fn"], split_gm, inputs)
     if "out" in namespace:
         assert_same(namespace["out"], split_gm(*inputs))
     if namespace["model"] is not eager:
         x = torch.randn(2, 4, 8)
-        assert_same(namespace["model"](x), eager(x))
+        assert_runs_same(namespace["model"], eager, (x,))
 
 
 def _shown(text):

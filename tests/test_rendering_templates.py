@@ -9,7 +9,7 @@ import torch
 import torch.fx as fx
 from builders import override_return, returning_constant
 from golden_cases import CASES, downstream_templates
-from oracle import assert_same
+from oracle import assert_runs_same, assert_same
 
 import stitchgen
 from stitchgen import Code, TemplateError, Templates
@@ -25,7 +25,7 @@ def test_downstream_hook_runs_before_every_piece_call_in_order():
     case = CASES["nested_children"]("cpu")
     fn = stitchgen.compile(case.gm, templates=downstream_templates())
     downstream_hooks.calls.clear()
-    assert_same(fn(*case.inputs), case.expected())
+    assert_runs_same(fn, case.reference, case.inputs, case.gm)
     assert downstream_hooks.calls == [
         "piece:submod_0", "piece:inner", "piece:scale",
         "piece:linear", "piece:submod_1",
@@ -51,7 +51,7 @@ def test_profiled_variant_enters_no_range_when_no_profiler_runs(monkeypatch):
         raise AssertionError(f"a range for {name} was entered with no profiler on")
 
     monkeypatch.setattr(torch.profiler, "record_function", no_range)
-    assert_same(fn(*case.inputs), case.expected())  # the plain branch, every piece
+    assert_runs_same(fn, case.reference, case.inputs, case.gm)  # the plain branch, every piece
     with pytest.raises(AssertionError, match="a range for submod_0"):
         with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]):
             fn(*case.inputs)
@@ -94,8 +94,8 @@ def test_vllm_variant_loads_the_way_vllm_loads_it(name):
     assert generated.convention == "vllm"
     callables = {**generated.submods, **case.submods}
     fn = _vllm_style_load(generated.code, callables, generated.submod_names, generated.consts)
-    assert_same(fn(*case.inputs), case.expected())
-    assert_same(stitchgen.load(generated, case.submods)(*case.inputs), case.expected())
+    assert_runs_same(fn, case.reference, case.inputs, case.gm)
+    assert_runs_same(stitchgen.load(generated, case.submods), case.reference, case.inputs, case.gm)
 
 
 def test_vllm_variant_without_constants_loads_like_legacy_code():
@@ -103,7 +103,7 @@ def test_vllm_variant_without_constants_loads_like_legacy_code():
     generated = stitchgen.generate(case.gm, opaque=tuple(case.submods), templates="vllm")
     assert generated.consts == [] and "__vllm_consts__" not in generated.code
     fn = _vllm_style_load(generated.code, case.submods, generated.submod_names)  # no consts
-    assert_same(fn(*case.inputs), case.expected())
+    assert_runs_same(fn, case.reference, case.inputs, case.gm)
 
 
 def test_printing_a_raw_constant_is_refused_naming_template_and_line(tmp_path):

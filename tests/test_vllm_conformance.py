@@ -27,7 +27,7 @@ import operator
 import pytest
 import torch
 import torch.fx as fx
-from oracle import assert_same
+from oracle import assert_runs_same, assert_same
 from torch.fx.experimental.proxy_tensor import make_fx
 
 import stitchgen
@@ -198,7 +198,7 @@ def test_code_written_the_way_vllm_writes_it_loads_here():
     )
     consts = [torch.float64, torch.preserve_format, torch.float64]
     fn = compat.compile_execution_fn(code, {"lin": split_gm.lin}, ["lin", "submod_0"], consts)
-    assert_same(fn(*inputs), split_gm(*inputs))
+    assert_runs_same(fn, split_gm, inputs)
 
 
 def test_legacy_code_without_constants_loads_with_consts_none():
@@ -269,7 +269,7 @@ def test_with_submod_false_writes_a_piece_function_without_bindings():
     namespace = {"__vllm_consts__": consts}
     exec(code, namespace)
     x = torch.randn(4, 4, dtype=torch.float16)
-    assert_same(namespace["piece"](x), piece(x))
+    assert_runs_same(namespace["piece"], piece, (x,))
 
 
 def test_shared_consts_continue_across_calls_and_are_returned_in_place():
@@ -314,6 +314,6 @@ def test_inputs_named_like_the_helpers_read_their_own_values(helper):
     inputs = (torch.tensor([5.0, 7.0]), torch.tensor([1.0, 2.0]))
     code, names, consts = compat.generate_execution_code(split_gm)
     assert consts == [torch.float32]
-    assert_same(vllm_style_load(code, {}, names, consts)(*inputs), split_gm(*inputs))
+    assert_runs_same(vllm_style_load(code, {}, names, consts), split_gm, inputs)
     generated = stitchgen.generate(split_gm, templates="vllm")
-    assert_same(stitchgen.load(generated)(*inputs), split_gm(*inputs))
+    assert_runs_same(stitchgen.load(generated), split_gm, inputs)

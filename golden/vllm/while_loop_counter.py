@@ -16,16 +16,20 @@ def execution_fn(x, n, *, __vllm_submods__):
     getitem_1 = x
     while_loop_2 = x
     del x
+    first = True
     while True:
         lt = operator_lt(getitem, n)
         if not lt:
+            if first:
+                getitem = getitem.clone()
+                getitem_1 = getitem_1.clone()
             break
         del lt
         add = torch_add(getitem, 1)
         sin = torch_sin(getitem_1)
         mul = torch_mul(sin, 2)
         del sin
-        getitem, getitem_1, while_loop_2 = add, mul, while_loop_2
+        getitem, getitem_1, while_loop_2, first = add, mul, while_loop_2, False
         del add, mul
-    del n, while_loop_2, lt
+    del n, while_loop_2, first, lt
     return (getitem, getitem_1)

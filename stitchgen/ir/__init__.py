@@ -470,13 +470,26 @@ class While(Node):
 @record
 class Break(Node):
     """``if not test: break``: leaves the loop whose body holds it, unless
-    ``test`` holds (a bool, or a one-element tensor)."""
+    ``test`` holds (a bool, or a one-element tensor). Where it has
+    ``copies`` (carried values, each a :class:`Name`), a loop that leaves
+    on its first test hands them back as copies, as ``while_loop`` does
+    when it runs no iteration (nothing the caller holds comes back, to be
+    written after): ``first`` (one expression) holds on the first test
+    only (``if first: v = v.clone()``); a carried bool, True before the
+    loop, that the loop's :class:`Rebind` makes False."""
 
     test: Expr = field(metadata=EXPR)
+    first: tuple[Expr, ...] = field(default=(), metadata=EXPRS)
+    copies: tuple[Expr, ...] = field(default=(), metadata=EXPRS)
     template: ClassVar[str] = "break"
 
-    def __init__(self, test: Expr) -> None:
-        self.__dict__["test"] = test
+    def __init__(
+        self, test: Expr, first: tuple[Expr, ...] = (), copies: tuple[Expr, ...] = ()
+    ) -> None:
+        d = self.__dict__
+        d["test"] = test
+        d["first"] = first
+        d["copies"] = copies
 
 
 @record

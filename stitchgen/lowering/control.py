@@ -37,6 +37,7 @@ from ..ir import (
     Expr,
     If,
     ListExpr,
+    Literal,
     Name,
     Rebind,
     Stmt,
@@ -108,6 +109,10 @@ def plan_for(lowerer: Any, gm: fx.GraphModule, node: fx.Node) -> Plan | bool:
 
 def _sequence(value: Any) -> bool:
     return isinstance(value, (tuple, list))
+
+
+def _node(value: Any) -> bool:
+    return isinstance(value, fx.Node)
 
 
 def _attribute(value: Any) -> bool:
@@ -187,14 +192,43 @@ def lower_flow(
         (test_attr, test_gm), (body_attr, body_gm) = plan.subgraphs
         loop: list[Stmt] = []
         test = lowerer.statements(test_gm, f"{prefix}{test_attr}.", {}, loop, names, None, inputs)
-        loop.append(Break(_items(test, 1)[0]))  # its one value, or a one-tuple's
+        copies = tuple(Name(targets[i]) for i in _copies(node, plan))
+        flag = (names.create("first"),) if copies else ()  # True until an iteration ends
+        loop.append(Break(_items(test, 1)[0], tuple(map(Name, flag)), copies))
         out = lowerer.statements(body_gm, f"{prefix}{body_attr}.", {}, loop, names, None, inputs)
-        loop.append(Rebind(targets, _items(out, carried)))
+        false = (Literal(False),) if flag else ()
+        loop.append(Rebind((*targets, *flag), (*_items(out, carried), *false)))
         body.extend(Assign(t, value) for t, value in zip(targets, operands, strict=False))
-        body.append(While(targets, tuple(loop)))
+        body.extend(Assign(t, Literal(True)) for t in flag)
+        body.append(While((*targets, *flag), tuple(loop)))
     if plan.width is None:
         return Name(targets[0])
     return TupleExpr(tuple(Name(t) for t in targets))
+
+
+def _copies(node: fx.Node, plan: Plan) -> list[int]:
+    """The carried values a loop that runs no iteration hands back as
+    copies, as ``while_loop`` does, by position: each one read after the
+    loop, but an int and a tensor made for the loop alone that is no view
+    (its FX metadata says so: nobody else can hold it). Only that path pays
+    the clones, as the operator's does; a loop that runs pays a carried
+    flag (:class:`~stitchgen.ir.Break`)."""
+    whole = any(
+        user.op != "call_function" or user.target is not operator.getitem for user in node.users
+    )
+    read = {user.args[1] for user in node.users}
+    copies = []
+    for i in range(plan.width or 0):
+        arg = plan.operands[i]
+        value = arg.meta.get("val", arg.meta.get("example_value")) if _node(arg) else 0
+        if value is not None and not isinstance(value, torch.Tensor):
+            continue  # an int, a SymInt: nothing to copy
+        alone = len(arg.users) == 1 and plan.operands.count(arg) == 1
+        if alone and value is not None and arg.op.startswith("call_") and not value._is_view():
+            continue
+        if whole or i in read:
+            copies.append(i)
+    return copies
 
 
 def _items(value: Expr, width: int | None) -> tuple[Expr, ...]:
