@@ -62,6 +62,97 @@ def test_while_loop_runs_no_one_or_many_iterations_as_the_operator(count):
     assert "while True:" in code and "break" in code
 
 
+def _loop(test_out, body_out, carried, meta=None):
+    """A graph whose one node is a ``while_loop`` over ``carried`` (names
+    of inputs, or constants); its subgraphs take (i, v) and give what
+    ``test_out``/``body_out`` build from them; ``meta`` the ``val`` of
+    each input and of the condition's output."""
+    meta = meta or {}
+
+    def build(g):
+        inputs = {name: g.placeholder(name) for name in ("i", "v")}
+        for name, node in inputs.items():
+            if name in meta:
+                node.meta["val"] = meta[name]
+        args = tuple(inputs.get(c, c) for c in carried)
+        looped = g.call_function(
+            HIGHER_ORDER.while_loop, (g.get_attr("t"), g.get_attr("b"), args, ())
+        )
+        return (g.call_function(operator.getitem, (looped, 0)),)
+
+    root = {"t": _loop_sub(test_out, meta.get("test")), "b": _loop_sub(body_out)}
+    return graph_module(root, build)
+
+
+def _gt(g, i, v):
+    return g.call_function(operator.gt, (i, 0))
+
+
+def _step(g, i, v):
+    return (g.call_function(torch.sub, (i, 1)), g.call_function(torch.mul, (v, 2)))
+
+
+def test_what_while_loop_refuses_the_program_refuses_where_the_graph_tells():
+    """A body giving another number of values, a condition that is no boolean
+    scalar, an operand neither a tensor nor an int: the operator refuses each
+    at run time; the graph tells, so generate refuses, naming the node."""
+    fewer = _loop(_gt, lambda g, i, v: (g.call_function(torch.sub, (i, 1)),), ("i", "v"))
+    with pytest.raises(AssertionError, match="same number of elements"):
+        fewer(torch.tensor(2), torch.ones(2))
+    with pytest.raises(stitchgen.CodegenError, match=r"while_loop.*returns 1 value\(s\) for 2"):
+        stitchgen.generate(fewer)
+    count = torch.empty((), dtype=torch.int64)
+    numeric = _loop(lambda g, i, v: g.call_function(torch.sub, (i, 1)), _step, ("i", "v"))
+    with pytest.raises(RuntimeError, match="cond_fn must return a boolean"):
+        numeric(torch.tensor(2), torch.ones(2))
+    numeric = _loop(
+        lambda g, i, v: g.call_function(torch.sub, (i, 1)), _step, ("i", "v"), {"test": count}
+    )
+    with pytest.raises(stitchgen.CodegenError, match="returns a torch.int64 tensor of shape"):
+        stitchgen.generate(numeric)
+    floating = _loop(_gt, _step, ("i", 2.5))
+    with pytest.raises(AssertionError, match="can only be of"):
+        floating(torch.tensor(2), torch.ones(2))
+    with pytest.raises(stitchgen.CodegenError, match="operand 2.5 is a float"):
+        stitchgen.generate(floating)
+    with pytest.raises(stitchgen.CodegenError, match="operand 'v' is a float"):
+        stitchgen.generate(_loop(_gt, _step, ("i", "v"), {"v": 2.5}))
+
+
+def test_a_while_loop_that_runs_no_iteration_hands_back_copies():
+    """Review bug A: an in-place op after a loop that ran no iteration writes
+    a copy, as the operator's, never the caller's tensor."""
+
+    def build(g):
+        i, v = g.placeholder("i"), g.placeholder("v")
+        looped = g.call_function(
+            HIGHER_ORDER.while_loop, (g.get_attr("t"), g.get_attr("b"), (i, v), ())
+        )
+        value = g.call_function(operator.getitem, (looped, 1))
+        g.call_method("zero_", (value,))
+        return (value,)
+
+    gm = graph_module({"t": _loop_sub(_gt), "b": _loop_sub(_step)}, build)
+    fn = stitchgen.compile(gm)
+    for count in (0, 1, 3):
+        assert_runs_same(fn, gm, (torch.tensor(count), torch.ones(2)))
+    x = torch.ones(2)
+    fn(torch.tensor(0), x)
+    assert torch.equal(x, torch.ones(2))
+
+
+def _loop_sub(out, val=None):
+    """A loop's subgraph: (i, v) in, what ``out`` builds out (its metadata ``val``)."""
+
+    def build(g):
+        value = out(g, g.placeholder("i"), g.placeholder("v"))
+        if val is not None:
+            value.meta["val"] = val
+        return value
+
+    return graph_module({}, build)
+
+
 def test_a_subgraph_called_at_three_sites_is_one_function():
     case = CASES["invoke_subgraph_repeated"]("cpu")
     code = _equal_on(case, case.inputs)
@@ -292,6 +383,13 @@ def _replace_stmt(program, old, new):
         (
             (ir.While(("x",), (ir.Rebind(("x",), (ir.Name("x"),)),)), ir.Return(ir.Name("x"))),
             "its body never breaks",
+        ),
+        (  # `a, b = x` would unpack x's elements, silently
+            (
+                ir.If(("a", "b"), ir.Name("flag"), (ir.Rebind(("a", "b"), (ir.Name("x"),)),)),
+                ir.Return(ir.Name("a")),
+            ),
+            r"rebinds 2 name\(s\) to 1 value\(s\)",
         ),
     ],
 )

@@ -124,6 +124,11 @@ class _Scope:
                     f"{at}: a Rebind ends a body of the statement whose outputs or carried "
                     "values it names"
                 )
+            if isinstance(stmt, Rebind) and len(stmt.targets) != len(stmt.values):
+                fail(
+                    f"{at}: rebinds {len(stmt.targets)} name(s) to {len(stmt.values)} value(s) "
+                    "(one value each: Python would unpack the value instead)"
+                )
             for name in reads(stmt):
                 if name not in live:
                     fail(f"{at}: reads {name!r} {self._state(name)}")

@@ -30,6 +30,7 @@ from typing import Any, NamedTuple
 import torch
 import torch.fx as fx
 
+from ..errors import CodegenError
 from ..identifiers import Namespace
 from ..ir import (
     Assign,
@@ -87,11 +88,8 @@ def plan_for(lowerer: Any, gm: fx.GraphModule, node: fx.Node) -> Plan | bool:
         carried, additional = args[2], args[3]
         if _sequence(carried) and _sequence(additional) and carried:
             subgraphs = _subgraphs(lowerer, gm, args[:2], len(carried) + len(additional))
-            if (
-                subgraphs is not None
-                and _shape(subgraphs[0][1]) in (None, 1)  # one value: the condition
-                and _shape(subgraphs[1][1]) == len(carried)
-            ):
+            if subgraphs is not None and _shape(subgraphs[0][1]) in (None, 1):
+                _refuse_loop(node, subgraphs, len(carried))
                 plan = Plan(name, subgraphs, (*carried, *additional), len(carried))
     elif name == "invoke_subgraph" and len(args) >= 2 and not kwargs:
         operands = args[2:]  # (an operand that is a tuple: not a form lowered here)
@@ -104,7 +102,56 @@ def plan_for(lowerer: Any, gm: fx.GraphModule, node: fx.Node) -> Plan | bool:
             plan = Plan(name, subgraphs, tuple(args[1:]), None)
     if plan is None or any(_attribute(a) or _sequence(a) for a in plan.operands):
         return False  # (an attribute as an operand: its get_attr must stay a binding)
+    for operand in plan.operands:
+        value = _example(operand)
+        if value is not None and not isinstance(value, (torch.Tensor, int, torch.SymInt)):
+            raise CodegenError(
+                f"{name} operand {_label(operand)} is a {type(value).__name__}: the operator "
+                "takes tensors and ints only, and refuses it at run time",
+                node,
+            )
     return plan
+
+
+def _refuse_loop(node: fx.Node, subgraphs: tuple[_Subgraph, ...], carried: int) -> None:
+    """What ``while_loop`` refuses at run time that its graph tells: a body
+    giving another number of values than it carries, a condition that is
+    no boolean scalar (where its FX metadata says what it is)."""
+    (test_attr, test_gm), (body_attr, body_gm) = subgraphs
+    gives = _shape(body_gm)
+    if gives != carried:
+        count = "one value, not a tuple" if gives is None else f"{gives} value(s)"
+        raise CodegenError(
+            f"while_loop body {body_attr!r} returns {count} for {carried} carried value(s): "
+            "the operator refuses it at run time",
+            node,
+        )
+    out = test_gm.graph.find_nodes(op="output")[0].args[0]
+    value = _example(out[0] if type(out) is tuple else out)
+    scalar = isinstance(value, torch.Tensor) and value.dtype == torch.bool and value.dim() == 0
+    if value is not None and not scalar and not isinstance(value, (bool, torch.SymBool)):
+        raise CodegenError(
+            f"while_loop condition {test_attr!r} returns {_kind(value)}, not a boolean scalar "
+            "tensor or a bool: the operator refuses it at run time",
+            node,
+        )
+
+
+def _example(arg: Any) -> Any:
+    """The value FX's metadata records for ``arg`` (None: none recorded)."""
+    if not _node(arg):
+        return arg if isinstance(arg, (int, float, complex, str)) else None
+    return arg.meta.get("val", arg.meta.get("example_value"))
+
+
+def _label(arg: Any) -> str:
+    return repr(arg.name) if _node(arg) else repr(arg)
+
+
+def _kind(value: Any) -> str:
+    if isinstance(value, torch.Tensor):
+        return f"a {value.dtype} tensor of shape {tuple(value.shape)}"
+    return f"a {type(value).__name__}"
 
 
 def _sequence(value: Any) -> bool:
@@ -220,10 +267,10 @@ def _copies(node: fx.Node, plan: Plan) -> list[int]:
     copies = []
     for i in range(plan.width or 0):
         arg = plan.operands[i]
-        value = arg.meta.get("val", arg.meta.get("example_value")) if _node(arg) else 0
+        value = _example(arg)
         if value is not None and not isinstance(value, torch.Tensor):
             continue  # an int, a SymInt: nothing to copy
-        alone = len(arg.users) == 1 and plan.operands.count(arg) == 1
+        alone = _node(arg) and len(arg.users) == 1 and plan.operands.count(arg) == 1
         if alone and value is not None and arg.op.startswith("call_") and not value._is_view():
             continue
         if whole or i in read:
