@@ -47,7 +47,7 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
-from .errors import ArtifactError
+from .errors import ArtifactError, a_or_an
 from .portable import check_forms, missing_modules, read_consts, write_consts
 from .torch_versions import torch_version
 from .version import __version__
@@ -127,7 +127,7 @@ def save_artifact(
         for stmt in iter_statements(fn.body):
             if CLASSES.get(type(stmt).__name__) is not type(stmt):
                 raise ArtifactError(
-                    f"the program holds a {type(stmt).__qualname__} statement in function "
+                    f"the program holds {a_or_an(type(stmt).__qualname__)} statement in function "
                     f"{fn.name!r}, a kind of yours: an artifact holds the IR's own kinds "
                     "only (read_artifact could not rebuild it)"
                 )

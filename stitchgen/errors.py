@@ -96,3 +96,8 @@ class StaleTemplateWarning(UserWarning):
     ``stitchgen templates lock`` recorded it (an upgrade of stitchgen): the
     override may need updating. Said once per process per directory;
     ``stitchgen templates check DIR`` names each block, with a diff."""
+
+
+def a_or_an(noun: str) -> str:
+    """``noun`` with its indefinite article: ``a float``, ``an int``."""
+    return f"{'an' if noun[:1].lower() in 'aeiou' else 'a'} {noun}"

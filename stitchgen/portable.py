@@ -48,7 +48,7 @@ from typing import Any
 import torch
 import torch.utils._pytree as pytree
 
-from .errors import ArtifactError
+from .errors import ArtifactError, a_or_an
 from .identifiers import qualified_name, resolve
 
 __all__ = [
@@ -208,7 +208,7 @@ def _checked(text: str, names: Iterable[str]) -> ast.Expression:
     allowed = {"torch", *names, *PORTABLE_BUILTINS}
     for node in ast.walk(tree):
         if not isinstance(node, _NODES):
-            raise ArtifactError(f"source form {text!r} holds a {type(node).__name__}")
+            raise ArtifactError(f"source form {text!r} holds {a_or_an(type(node).__name__)}")
         if isinstance(node, ast.Name) and node.id not in allowed:
             raise ArtifactError(f"source form {text!r} names {node.id!r}, not one of its globals")
         if isinstance(node, ast.Attribute):

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .errors import StitchgenError
+from .errors import StitchgenError, a_or_an
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -119,7 +119,7 @@ def load_templates(spec: str, root: Path | None = None) -> Any:
             raise StitchgenError(f"templates {spec!r}: {attr}() raised {exc!r}") from exc
     if not isinstance(value, Templates):
         raise StitchgenError(
-            f"templates {spec!r}: {attr} is a {type(value).__name__}, not a stitchgen.Templates "
-            "(or a function returning one)"
+            f"templates {spec!r}: {attr} is {a_or_an(type(value).__name__)}, not a "
+            "stitchgen.Templates (or a function returning one)"
         )
     return value

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import difflib
 import warnings
 from collections.abc import Callable, Iterable
 from typing import Any
@@ -112,6 +113,24 @@ def unmatched_message(ops: list[Any], gm: fx.GraphModule) -> str:
         if len(ops) == 1
         else f"none of the split ops ({labels}) matches a call in the graph"
     )
+    called = {}  # what the graph calls, as a split op would name it
+    for node in gm.graph.nodes:
+        if node.op != "call_function":
+            continue
+        names = _op_names(node.target)
+        if names is not None:
+            called[names[0]] = names[0]
+            called[names[1]] = names[1]
+        elif (ref := qualified_ref(node.target)) is not None:
+            called[f"{ref.module}.{ref.path}"] = called[ref.path] = f"{ref.module}.{ref.path}"
+    near = []
+    for op in ops:
+        given = op if isinstance(op, str) else _op_label(op).strip("'")
+        for match in difflib.get_close_matches(given, called, n=1, cutoff=0.75):
+            if called[match] not in near and match != given:
+                near.append(called[match])
+    if near:
+        message += f"; did you mean {' or '.join(repr(n) for n in near)}?"
     methods: dict[str, list[str]] = {}
     for node in gm.graph.find_nodes(op="call_method"):
         methods.setdefault(str(node.target), []).append(node.name)

@@ -67,12 +67,12 @@ def _checked(options: dict[str, Any]) -> Options:
 
 
 def backend(
-    split_ops: Iterable[SplitOp],
-    compile_piece: PieceCompiler | None = None,
+    split_ops: Iterable[SplitOp] | fx.GraphModule,
+    compile_piece: PieceCompiler | Sequence[Any] | None = None,
     *,
     strict: bool = False,
     **options: Any,
-) -> Callable[[fx.GraphModule, Sequence[Any]], Callable[..., Any]]:
+) -> Any:
     """A ``torch.compile`` backend that splits at ``split_ops`` and stitches
     the pieces with generated code (``options``: :class:`stitchgen.Options`,
     as :func:`stitchgen.compile` takes them, e.g. ``templates="profiled"``; options it
@@ -83,12 +83,33 @@ def backend(
     graph after a graph break, a tail such as an LM head — compiles as one
     piece, silently; ``strict=True`` makes that a :class:`stitchgen.CodegenError`.
 
+    Passed uncalled (``backend=stitchgen.backend``, or ``backend="stitchgen"``,
+    registered with torch), it is the backend itself: each graph Dynamo hands
+    it becomes one generated function, with no split (``backend([])``, a
+    split at nothing, is refused and points here). ``torch.compile``'s
+    ``options=`` are this function's arguments (``{"split_ops": [...],
+    "templates": "profiled"}``, or options alone: no split); its ``mode=``
+    is refused, as is any other keyword (a ``TypeError`` naming it).
+
     >>> import torch, stitchgen
     >>> fn = torch.compile(lambda x: torch.relu(x) * 2, backend=stitchgen.backend([torch.relu]))
     >>> fn(torch.tensor([-1.0, 2.0]))
     tensor([0., 4.])
+    >>> torch.compile(lambda x: x * 2, backend=stitchgen.backend)(torch.ones(2))
+    tensor([2., 2.])
     """
-    wanted = SplitOps(split_ops)  # a bad op fails now, not at the first graph
+    if isinstance(split_ops, fx.GraphModule):  # called by torch.compile as the backend
+        return _as_backend(split_ops, compile_piece, strict, options)
+    if compile_piece is not None and not callable(compile_piece):
+        raise TypeError(f"compile_piece is a callable, not {type(compile_piece).__name__}")
+    ops = list(split_ops)
+    if not ops:
+        raise ValueError(
+            "no split ops given: name at least one op to split at; to compile each graph "
+            "whole, with no split, pass the backend uncalled: "
+            "torch.compile(model, backend=stitchgen.backend)"
+        )
+    wanted = SplitOps(ops)  # a bad op fails now, not at the first graph
     chosen = _checked(options)
 
     def compile_graph(gm: fx.GraphModule, example_inputs: Sequence[Any]) -> Callable[..., Any]:
@@ -105,3 +126,38 @@ def backend(
         return compile_with(split, submods, chosen)
 
     return compile_graph
+
+
+#: what ``torch.compile(..., options=...)`` may name: :func:`backend`'s own
+#: arguments; anything else is one of :class:`stitchgen.Options`, or refused
+_ARGUMENTS = ("split_ops", "compile_piece", "strict")
+
+
+def _as_backend(
+    gm: fx.GraphModule, example_inputs: Any, strict: bool, given: dict[str, Any]
+) -> Callable[..., Any]:
+    """``backend`` as torch calls it: ``(gm, example_inputs, mode=, options=)``."""
+    mode = given.pop("mode", None)
+    chosen = given.pop("options", None) or {}
+    if given or strict:
+        unknown = ", ".join(sorted(given)) or "strict"
+        raise TypeError(
+            f"stitchgen.backend called with a graph takes mode= and options= (as torch.compile "
+            f"passes them), not {unknown}"
+        )
+    if mode not in (None, "default"):
+        raise TypeError(
+            f"stitchgen.backend takes no torch.compile mode ({mode!r}); its choices are "
+            "options=, e.g. options={'split_ops': ['myns::attention']}"
+        )
+    if not isinstance(chosen, dict):
+        raise TypeError(f"torch.compile options= is a dict, not {type(chosen).__name__}")
+    arguments = {k: chosen.pop(k) for k in _ARGUMENTS if k in chosen}
+    try:
+        if arguments:
+            compile_graph = backend(**{"split_ops": (), **arguments}, **chosen)
+        else:  # the whole graph, one function
+            return compile_with(gm, {}, _checked(chosen))
+    except TypeError as error:  # an unknown option: said as torch.compile's
+        raise TypeError(f"torch.compile(backend=stitchgen.backend, options=...): {error}") from None
+    return compile_graph(gm, example_inputs)

@@ -107,3 +107,26 @@ def test_render_takes_a_program_lowered_apart_that_uses_no_reserved_name():
     gm = _input_named("x")
     plain = stitchgen.render(stitchgen.lower(gm), format=False, templates="profiled")
     assert plain == stitchgen.generate(gm, templates="profiled", format=False).code
+
+
+@pytest.mark.parametrize(
+    "given, message",
+    [
+        ({"format": "no"}, "option 'format' takes bool, not str"),
+        ({"boxed": 1}, "option 'boxed' takes bool, not int"),
+        ({"name": None}, "option 'name' takes str, not NoneType"),
+        (
+            {"opaque": ["submod_1", 2]},
+            r"option 'opaque' takes tuple\[str, \.\.\.\], not tuple whose item 1 is int",
+        ),
+        ({"passes": [None]}, "option 'passes' takes .*, not tuple whose item 0 is NoneType"),
+        ({"dump_dir": 3}, "option 'dump_dir' takes str | os.PathLike"),
+    ],
+)
+def test_options_are_type_checked_naming_the_option_and_its_type(given, message):
+    """A wrong type is a TypeError naming the option (``format="no"`` is no true)."""
+    gm = torch.fx.symbolic_trace(lambda x: x + 1)
+    rendering = {"format", "dump_dir"}.intersection(given)  # lower takes neither
+    for entry in (stitchgen.generate, stitchgen.compile, stitchgen.lower)[: 3 - len(rendering)]:
+        with pytest.raises(TypeError, match=message):
+            entry(gm, **given)

@@ -96,7 +96,7 @@ def test_templates_that_are_not_a_templates_object_are_named(tmp_path, monkeypat
     _project(tmp_path, monkeypatch)
     (tmp_path / "wrong.py").write_text("VALUE = 3\n")
     assert main(["templates", "check", "--templates", "wrong:VALUE"]) == 2
-    assert "wrong:VALUE': VALUE is a int, not a stitchgen.Templates" in capsys.readouterr().err
+    assert "wrong:VALUE': VALUE is an int, not a stitchgen.Templates" in capsys.readouterr().err
 
 
 def test_a_folder_with_only_templates_and_its_configuration(tmp_path, monkeypatch, capsys):

@@ -91,3 +91,17 @@ def test_bad_split_ops_are_refused():
         stitchgen.split_graph(gm, [])
     with pytest.raises(TypeError, match="expects a torch.fx.GraphModule"):
         stitchgen.split_graph(decoder(1), ["aten::relu"])
+
+
+@pytest.mark.parametrize(
+    "op, meant",
+    [("aten::reluu", "'aten::relu'"), ("aten::relu_.default", "'aten::relu.default'")],
+)
+def test_a_misspelt_split_op_gets_did_you_mean(op, meant):
+    from torch.fx.experimental.proxy_tensor import make_fx
+
+    gm = make_fx(lambda x: torch.relu(x) * 2)(torch.randn(3))
+    with pytest.raises(
+        stitchgen.CodegenError, match=f"matches no call in the graph; did you mean {meant}"
+    ):
+        stitchgen.split_graph(gm, [op])

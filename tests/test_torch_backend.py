@@ -1,5 +1,6 @@
 """The torch.compile backend: Dynamo graphs, dynamic shapes, recompiles."""
 
+import re
 import warnings
 
 import pytest
@@ -226,3 +227,69 @@ def test_bad_split_ops_are_refused_at_construction():
         stitchgen.backend([])
     with pytest.raises(ValueError, match="'ns::op' or 'ns::op.overload'"):
         stitchgen.backend(["attention"])
+
+
+# -- the front doors: the backend uncalled, by name, with torch.compile's options
+
+
+def _graphs_seen(monkeypatch):
+    """The graphs the backend compiles whole (through ``compile_with``)."""
+    from stitchgen import torch_backend
+
+    seen = []
+    real = torch_backend.compile_with
+
+    def recording(gm, submods, options):
+        seen.append((gm, options))
+        return real(gm, submods, options)
+
+    monkeypatch.setattr(torch_backend, "compile_with", recording)
+    return seen
+
+
+@pytest.mark.parametrize("backend", [stitchgen.backend, "stitchgen"])
+def test_the_backend_uncalled_or_by_name_compiles_each_graph_whole(backend, monkeypatch):
+    """``torch.compile(model, backend=stitchgen.backend)`` (and the name torch's
+    entry point registers): the graph as one function, no split."""
+    seen = _graphs_seen(monkeypatch)
+    torch.manual_seed(0)
+    model = Block()
+    x = torch.randn(4, 8)
+    assert torch.equal(torch.compile(model, backend=backend)(x), model(x))
+    ((gm, options),) = seen
+    assert not list(gm.children()) and options.format is False  # no piece: nothing split
+
+
+@pytest.mark.parametrize("backend", [stitchgen.backend, "stitchgen"])
+def test_torch_compile_options_are_the_backend_arguments(backend, monkeypatch):
+    seen = _graphs_seen(monkeypatch)
+    torch.manual_seed(0)
+    model = Block()
+    options = {"split_ops": ["stitchgen_demo::attention"], "templates": "profiled"}
+    compiled = torch.compile(model, backend=backend, options=options)
+    x = torch.randn(4, 8)
+    assert torch.equal(compiled(x), model(x))
+    ((split, chosen),) = seen
+    assert len(list(split.children())) == 5  # two attention calls, three pieces around them
+    assert chosen.templates == "profiled"
+
+
+@pytest.mark.parametrize(
+    "given, message",
+    [
+        ({"options": {"bogus": 1}}, r"options=\.\.\.\): unknown generate option\(s\) \['bogus'\]"),
+        ({"options": {"format": "no"}}, "option 'format' takes bool, not str"),
+        ({"mode": "max-autotune"}, "takes no torch.compile mode"),
+    ],
+)
+def test_what_the_backend_cannot_take_from_torch_compile_is_a_type_error(given, message):
+    compiled = torch.compile(lambda x: x * 2, backend=stitchgen.backend, **given)
+    with pytest.raises(torch._dynamo.exc.BackendCompilerFailed) as failed:
+        compiled(torch.ones(2))
+    assert isinstance(failed.value.inner_exception, TypeError)
+    assert re.search(message, str(failed.value.inner_exception))
+
+
+def test_a_split_at_nothing_points_to_the_uncalled_backend():
+    with pytest.raises(ValueError, match=r"uncalled: torch.compile\(model, backend=stitchgen"):
+        stitchgen.backend([])

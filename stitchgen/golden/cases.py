@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..errors import GoldenError, StitchgenError
+from ..errors import GoldenError, StitchgenError, a_or_an
 from .files import is_key
 
 __all__ = [
@@ -129,7 +129,7 @@ class Entry:
         gm = case if isinstance(case, fx.GraphModule) else getattr(case, "gm", None)
         if not isinstance(gm, fx.GraphModule):
             raise GoldenError(
-                f"golden case {self.key!r}: its builder returned a {type(case).__name__}, not a "
+                f"golden case {self.key!r}: its builder returned {a_or_an(type(case).__name__)}, not a "
                 "GraphModule (or an object with .gm)"
             )
         opaque = tuple(getattr(case, "submods", None) or ())

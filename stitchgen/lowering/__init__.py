@@ -24,11 +24,15 @@ pytree calling convention) is imported for such a graph only.
 
 from __future__ import annotations
 
+import collections.abc
 import dataclasses
 import enum
+import functools
 import operator
 import os
 import re
+import types
+import typing
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
@@ -952,7 +956,19 @@ class Options:
             raise TypeError(f"unknown generate option(s) {unknown}; known: {sorted(OPTION_NAMES)}")
         for key in _SEQUENCES.intersection(given):  # one name is a sequence of one
             value = given[key]
-            given[key] = (value,) if isinstance(value, (str, os.PathLike)) else tuple(value)
+            if isinstance(value, (str, os.PathLike)):
+                given[key] = (value,)
+            elif isinstance(value, Iterable) and not isinstance(value, (bytes, dict)):
+                given[key] = tuple(value)
+        hints = _hints()
+        for key, value in given.items():
+            if not _fits(value, hints[key]):
+                wanted, got = Options.__annotations__[key], type(value).__name__
+                if isinstance(value, tuple):  # the item at fault
+                    item = typing.get_args(hints[key])[0]
+                    i = next(i for i, v in enumerate(value) if not _fits(v, item))
+                    got = f"{got} whose item {i} is {type(value[i]).__name__}"
+                raise TypeError(f"option {key!r} takes {wanted}, not {got}")
         self.__dict__.update(given)
 
     def __setattr__(self, name: str, value: Any) -> None:
@@ -975,6 +991,31 @@ class Options:
 
 #: every option's name, in the order declared
 OPTION_NAMES = tuple(Options.__annotations__)
+
+
+@functools.cache
+def _hints() -> dict[str, Any]:
+    """The options' declared types, evaluated (once: a cache safe to share)."""
+    return typing.get_type_hints(Options)
+
+
+def _fits(value: Any, hint: Any) -> bool:
+    """Is ``value`` of the declared type ``hint`` (a tuple's items each)?"""
+    origin = typing.get_origin(hint)
+    if hint is Any:
+        return True
+    if origin in (typing.Union, types.UnionType):
+        return any(_fits(value, arm) for arm in typing.get_args(hint))
+    if origin is tuple:
+        item = typing.get_args(hint)[0]
+        return isinstance(value, tuple) and all(_fits(v, item) for v in value)
+    if origin is collections.abc.Callable:
+        return callable(value)
+    if hint is type(None):
+        return value is None
+    return isinstance(value, origin or hint)
+
+
 _DEFAULTS = Options()
 
 

@@ -30,7 +30,7 @@ from typing import Any, NamedTuple
 import torch
 import torch.fx as fx
 
-from ..errors import CodegenError
+from ..errors import CodegenError, a_or_an
 from ..identifiers import Namespace
 from ..ir import (
     Assign,
@@ -106,8 +106,8 @@ def plan_for(lowerer: Any, gm: fx.GraphModule, node: fx.Node) -> Plan | bool:
         value = _example(operand)
         if value is not None and not isinstance(value, (torch.Tensor, int, torch.SymInt)):
             raise CodegenError(
-                f"{name} operand {_label(operand)} is a {type(value).__name__}: the operator "
-                "takes tensors and ints only, and refuses it at run time",
+                f"{name} operand {_label(operand)} is {a_or_an(type(value).__name__)}: the "
+                "operator takes tensors and ints only, and refuses it at run time",
                 node,
             )
     return plan
@@ -151,7 +151,7 @@ def _label(arg: Any) -> str:
 def _kind(value: Any) -> str:
     if isinstance(value, torch.Tensor):
         return f"a {value.dtype} tensor of shape {tuple(value.shape)}"
-    return f"a {type(value).__name__}"
+    return a_or_an(type(value).__name__)
 
 
 def _sequence(value: Any) -> bool:
