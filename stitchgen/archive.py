@@ -162,7 +162,14 @@ def save_artifact(
         manifest["hmac"] = _sign(manifest, key)
     target = Path(path)
     _check_replaceable(target)
-    target.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as error:  # a file where a folder is wanted, a folder not writable
+        above = error.filename or target.parent
+        raise ArtifactError(
+            f"cannot save an artifact at {str(target)!r}: its folder {str(above)!r} cannot be "
+            f"made ({error.strerror or error})"
+        ) from None
     from .atomic import staging_dir  # saving only: load_artifact does not import it
 
     staging = staging_dir(target, ".stitchgen-staging")  # mkdir's mode, or the old one's

@@ -208,3 +208,12 @@ def test_save_onto_an_empty_folder(tmp_path):
     (tmp_path / "empty").mkdir()
     path = stitchgen.generate(case.gm).save(tmp_path / "empty")
     assert_runs_same(stitchgen.load_artifact(path), case.reference, case.inputs, case.gm)
+
+
+def test_save_under_a_regular_file_is_an_artifact_error_naming_the_path(tmp_path):
+    (tmp_path / "afile").write_text("mine")
+    generated = stitchgen.generate(CASES["decoder_1_layer"]("cpu").gm)
+    with pytest.raises(ArtifactError, match=r"cannot save an artifact at '.*afile/art'.*afile"):
+        generated.save(tmp_path / "afile" / "art")
+    assert (tmp_path / "afile").read_text() == "mine"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["afile"]  # nothing left behind

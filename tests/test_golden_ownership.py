@@ -22,6 +22,7 @@ def twice():
 
 CASES = {"tiny": tiny, "twice": twice}
 ONE = {"tiny": tiny}
+NESTED = {"tiny": tiny, "deep/er/twice": twice}
 SETTINGS = {"settings": tiny}
 """
 
@@ -139,3 +140,19 @@ def test_golden_errors_are_stitchgen_errors_naming_the_input(project):
     (project / "bad.py").write_text("CASES = {'../x': lambda: None}\n")
     with pytest.raises(GoldenError, match=r"case name '\.\./x' is not a file name"):
         golden.load_cases("bad.py")
+
+
+def test_removing_a_case_removes_the_folders_it_emptied_never_the_golden_dir(project, capsys):
+    golden = project / "golden"
+    assert _golden("--update", "--cases", "cases.py:NESTED", "--dir", "golden") == 0
+    assert (golden / "deep" / "er" / "twice.py").is_file()
+    (golden / "deep" / "mine.txt").write_text("the user's")
+    assert _golden("--update", "--cases", "cases.py:ONE", "--dir", "golden") == 0
+    assert "deep/er/twice (removed)" in capsys.readouterr().out
+    assert not (golden / "deep" / "er").exists()  # emptied by the removal: gone
+    assert (golden / "deep" / "mine.txt").read_text() == "the user's"  # not emptied: kept
+    (golden / "deep" / "mine.txt").unlink()
+    assert _golden("--update", "--cases", "cases.py:NESTED", "--dir", "golden") == 0
+    assert _golden("--update", "--cases", "cases.py:ONE", "--dir", "golden") == 0
+    assert not (golden / "deep").exists()  # both folders emptied: both gone
+    assert sorted(p.name for p in golden.iterdir()) == ["FILES", "VERSIONS", "tiny.py"]

@@ -77,6 +77,7 @@ def apply(
             current = path
             key = path.relative_to(directory).with_suffix("").as_posix()
             path.unlink()
+            _prune(path.parent, directory)
             recorded.discard(key)
             changed.append(f"{key} (removed)")
         if versions is not None:
@@ -87,6 +88,13 @@ def apply(
     except OSError as exc:
         raise GoldenError(f"{current}: {exc.strerror or exc} ({_intact(changed)})") from exc
     return changed
+
+
+def _prune(folder: Path, directory: Path) -> None:
+    """Remove the folders a removal emptied, up to ``directory`` (kept)."""
+    while folder != directory and directory in folder.parents and not any(folder.iterdir()):
+        folder.rmdir()
+        folder = folder.parent
 
 
 def _record(keys: set[str], directory: Path, present_only: bool = False) -> str:
