@@ -104,3 +104,21 @@ def test_a_jinja_syntax_error_is_one_line_naming_file_and_line(tmp_path, capsys,
     assert err.count("\n") == 1 and "Traceback" not in err
     assert f"{tmp_path / 'function.py.j2'}:3: TemplateSyntaxError: unexpected" in err
     assert not (tmp_path / "stitchgen.lock").exists()
+
+
+def test_a_render_error_is_printed_once_with_its_lines_each_on_its_own(tmp_path, capsys):
+    """Code that is not Python: said once, however many specimens it fails;
+    what and where first, then the generated lines around it, one a line."""
+    (tmp_path / "function.py.j2").write_text(
+        '{% extends "stitchgen/function.py.j2" %}\n{% block before_call %}\nx = (((\n'
+        "{% endblock %}\n"
+    )
+    assert main(["templates", "check", str(tmp_path)]) == 1
+    err = capsys.readouterr().err.splitlines()
+    assert err[0].startswith("specimen pieces: ") and "function.py.j2:3" in err[0]
+    assert "not valid Python" in err[0] and "(also specimen boxed" in err[0]
+    context = err[1:-1]
+    assert len(context) >= 3 and any(line.startswith("  >") for line in context)
+    assert all(" | " in line for line in context)
+    assert err[-1] == "stitchgen templates check: 1 problem(s)"
+    assert "Traceback" not in "\n".join(err)

@@ -270,19 +270,23 @@ def previews(templates: Any) -> list[tuple[str, Callable[[Any], str]]]:
 def rendered(templates: Any, cases: Any = None, shipped: Any = None) -> tuple[list[str], list[str]]:
     """``templates`` rendered on the specimens (``templates check``; ``cases``:
     :func:`previews` already made, whose renders are reused): the problems
-    (code that is not Python, one line each naming the specimen) and the
+    (code that is not Python: each error once, naming the specimens it
+    fails, its first line saying what and where, the generated lines
+    around it following, as the API prints them) and the
     notes (an override that changes how many frees, piece calls or returns a
     specimen gets, against ``shipped``, the shipped templates of its variant)."""
     from ..errors import StitchgenError
     from ..rendering import Templates
 
-    problems, notes = [], []
+    notes: list[str] = []
+    failed: dict[str, tuple[list[str], str]] = {}  # an error's place: its specimens, its text
     shipped = shipped or Templates(variant=templates.template_set)
     for key, code in previews(templates) if cases is None else cases:
         try:
             mine = code(templates)
         except StitchgenError as exc:
-            problems.append(f"{key}: " + " ".join(t.strip() for t in str(exc).splitlines()))
+            text = str(exc)
+            failed.setdefault(text.partition(": ")[0], ([], text))[0].append(key)
             continue
         ours, theirs = _counts(code(shipped)), _counts(mine)
         for what, count in theirs.items():
@@ -291,6 +295,11 @@ def rendered(templates: Any, cases: Any = None, shipped: Any = None) -> tuple[li
                     f"note: {key}: your templates give {count} {what} where the shipped ones "
                     f"give {ours[what]}"
                 )
+    problems = []  # one each, however many specimens it fails: the first shown, the others named
+    for keys, text in failed.values():
+        head, _, context = text.partition("\n")
+        also = f" (also {', '.join(keys[1:])})" if keys[1:] else ""
+        problems.append(f"{keys[0]}: {head}{also}" + (f"\n{context}" if context else ""))
     return problems, notes
 
 
