@@ -18,6 +18,7 @@ __all__ = [
     "BindingError",
     "CodegenError",
     "GoldenError",
+    "LeftAsCallWarning",
     "ProgramError",
     "StaleTemplateWarning",
     "StitchgenError",
@@ -89,6 +90,15 @@ class ProgramError(StitchgenError, ValueError):
     message names the function, the statement and the pass that ran last: see
     :func:`stitchgen.ir.verify`), or that cannot be written as Python (an entry
     name that would shadow a builtin or an imported module)."""
+
+
+class LeftAsCallWarning(UserWarning):
+    """An operator with subgraphs (an activation checkpoint, flex attention,
+    a ``cond`` in a form stitchgen does not lower) is called as the operator,
+    its subgraphs bound as modules, not lowered as code; the message names
+    the node and why. Each distinct message is shown once (Python's default
+    filter); ``warnings.filterwarnings("ignore", category=LeftAsCallWarning)``
+    silences them."""
 
 
 class StaleTemplateWarning(UserWarning):

@@ -10,6 +10,7 @@ import os
 import subprocess
 import sys
 import textwrap
+import warnings
 from typing import Any, ClassVar
 
 import pytest
@@ -530,3 +531,33 @@ def test_a_branchs_nodes_are_named_apart_from_the_functions():
     gm = graph_module({**children, "true_graph_0": true_gm, "false_graph_0": _arm(torch.neg)}, root)
     code = _equal_on(Case(gm, ()), (torch.ones(3),), (-2 * torch.ones(3),))
     assert code.count("def inlined_submod_0(") == 1 and "getitem_3" in code
+
+
+class _WeightInBranch(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = torch.nn.Linear(4, 4)
+
+    def forward(self, x):
+        return torch.cond(x.sum() > 0, lambda t: self.lin(t), lambda t: t * 2, (x,))
+
+
+def test_an_operator_left_as_a_call_is_said_with_why():
+    """A warning of a public class names the node and the reason; each
+    distinct message once, by Python's default filter."""
+    gm = torch.export.export(_WeightInBranch(), (torch.randn(4),)).module()
+    with pytest.warns(stitchgen.LeftAsCallWarning) as said:
+        generated = stitchgen.generate(gm)
+    (warning,) = said
+    message = str(warning.message)
+    assert message.startswith("node 'cond' (op call_function")
+    assert "cond is called as the operator" in message and "a module attribute" in message
+    assert "cond" in generated.code and "if " not in generated.code  # the operator, bound
+    with warnings.catch_warnings(record=True) as again:
+        warnings.simplefilter("default")
+        stitchgen.generate(gm)
+        stitchgen.generate(gm)
+    assert len([w for w in again if w.category is stitchgen.LeftAsCallWarning]) == 1
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # a lowered one says nothing
+        stitchgen.generate(CASES["cond_branches"]("cpu").gm)

@@ -33,6 +33,7 @@ import os
 import re
 import types
 import typing
+import warnings
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
@@ -42,7 +43,7 @@ from torch._ops import HigherOrderOperator  # the class of torch.ops.higher_orde
 from torch.fx.immutable_collections import immutable_dict, immutable_list
 
 from ..conventions import CLOSURE, ConstantPolicy, Convention, name_formats
-from ..errors import CodegenError
+from ..errors import CodegenError, LeftAsCallWarning, describe_node
 from ..identifiers import Namespace, is_identifier, qualified_name
 from ..ir import (
     Assign,
@@ -635,7 +636,24 @@ class Lowerer:
             from .control import plan_for
 
             plan = self._plans[node] = plan_for(self, gm, node)
-        return plan is not False
+            if type(plan) is str:
+                self.left_as_call(gm, node, plan)
+        return type(plan) is not str
+
+    def left_as_call(self, gm: fx.GraphModule, node: fx.Node, why: str) -> None:
+        """Say that ``node``, an operator with subgraphs, is called as the
+        operator, its subgraphs bound: a :class:`LeftAsCallWarning` (shown
+        once per message by Python's default filter)."""
+        read: list[fx.Node] = []
+        fx.node.map_arg((node.args, node.kwargs), read.append)
+        if any(a.op == "get_attr" and self.subgraph(gm, a) is not None for a in read):
+            name = getattr(node.target, "name", lambda: str(node.target))()
+            warnings.warn(
+                f"{describe_node(node)}: {name} is called as the operator, with its subgraphs "
+                f"bound as modules, not lowered as code: {why}",
+                LeftAsCallWarning,
+                stacklevel=2,
+            )
 
     def subgraph(self, gm: fx.GraphModule, node: fx.Node) -> fx.GraphModule | None:
         """The child the ``get_attr`` ``node`` reads, if a ``GraphModule``

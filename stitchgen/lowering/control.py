@@ -17,8 +17,9 @@ are ``GraphModule``s reached by ``get_attr``.
 Any other operator with subgraphs, or one of these in a form this module
 does not know (another signature, a subgraph with hooks or a calling
 convention of its own), is called as any operator is: :func:`plan_for`
-says which. Imported by the lowering for a graph holding a higher-order
-operator only.
+says which, and why (the lowering warns with it:
+:class:`~stitchgen.errors.LeftAsCallWarning`). Imported by the lowering for
+a graph holding a higher-order operator only.
 """
 
 from __future__ import annotations
@@ -67,14 +68,14 @@ class Plan(NamedTuple):
     width: int | None
 
 
-def plan_for(lowerer: Any, gm: fx.GraphModule, node: fx.Node) -> Plan | bool:
+def plan_for(lowerer: Any, gm: fx.GraphModule, node: fx.Node) -> Plan | str:
     """How ``node`` (a higher-order operator of ``gm``'s graph) is lowered,
-    or False where it is called as any operator is. ``lowerer`` (the
-    lowering's ``Lowerer``) tells which attributes are subgraphs it inlines."""
+    or why it is called as any operator is (a clause: "it is ..."). ``lowerer``
+    (the lowering's ``Lowerer``) tells which attributes are subgraphs it inlines."""
     target = node.target
     name = getattr(target, "name", lambda: "")()
     if name not in LOWERED or getattr(torch.ops.higher_order, name, None) is not target:
-        return False
+        return f"stitchgen lowers {', '.join(LOWERED)} only"
     args: tuple[Any, ...] = tuple(node.args)
     kwargs = node.kwargs
     plan: Plan | None = None
@@ -100,8 +101,15 @@ def plan_for(lowerer: Any, gm: fx.GraphModule, node: fx.Node) -> Plan | bool:
         subgraphs = _subgraphs(lowerer, gm, args[:1], len(args) - 1)
         if subgraphs is not None:
             plan = Plan(name, subgraphs, tuple(args[1:]), None)
-    if plan is None or any(_attribute(a) or _sequence(a) for a in plan.operands):
-        return False  # (an attribute as an operand: its get_attr must stay a binding)
+    if plan is None:
+        return (
+            "it is in a form stitchgen does not lower (another signature, a subgraph with hooks "
+            "or a calling convention of its own, a list output)"
+        )
+    if any(_attribute(a) for a in plan.operands):  # its get_attr must stay a binding
+        return "an operand is a module attribute (a weight or buffer its subgraphs read)"
+    if any(_sequence(a) for a in plan.operands):
+        return "an operand is a tuple or a list"
     for operand in plan.operands:
         value = _example(operand)
         if value is not None and not isinstance(value, (torch.Tensor, int, torch.SymInt)):
