@@ -207,6 +207,7 @@ def programs(draw):
 LAYOUT_EXAMPLES, LAYOUT_FLOOR = 300, 150
 
 
+@pytest.mark.slow  # 300 random programs through black: about 6 s
 def test_the_layout_is_black_on_long_lines():
     """On random programs with long lines, the layout is black's; a shape it
     does not know is left to black (Unsure), but on no more than half of
