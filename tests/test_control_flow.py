@@ -142,6 +142,19 @@ def test_a_while_loop_that_runs_no_iteration_hands_back_copies():
     assert torch.equal(x, torch.ones(2))
 
 
+def test_a_loop_whose_tuple_is_returned_whole_copies_every_value():
+    def build(g):
+        i, v = g.placeholder("i"), g.placeholder("v")
+        return g.call_function(
+            HIGHER_ORDER.while_loop, (g.get_attr("t"), g.get_attr("b"), (i, v), ())
+        )
+
+    gm = graph_module({"t": _loop_sub(_gt), "b": _loop_sub(_step)}, build)
+    fn = stitchgen.compile(gm)
+    for count in (0, 2):
+        assert_runs_same(fn, gm, (torch.tensor(count), torch.ones(2)))
+
+
 def _loop_sub(out, val=None):
     """A loop's subgraph: (i, v) in, what ``out`` builds out (its metadata ``val``)."""
 

@@ -268,10 +268,9 @@ def _copies(node: fx.Node, plan: Plan) -> list[int]:
     (its FX metadata says so: nobody else can hold it). Only that path pays
     the clones, as the operator's does; a loop that runs pays a carried
     flag (:class:`~stitchgen.ir.Break`)."""
-    whole = any(
-        user.op != "call_function" or user.target is not operator.getitem for user in node.users
-    )
-    read = {user.args[1] for user in node.users}
+    items = [u for u in node.users if u.op == "call_function" and u.target is operator.getitem]
+    whole = len(items) < len(node.users)  # a user reads the tuple itself: every value
+    read = {user.args[1] for user in items}
     copies = []
     for i in range(plan.width or 0):
         arg = plan.operands[i]
