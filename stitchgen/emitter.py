@@ -44,7 +44,9 @@ from .conventions import CLOSURE, CONVENTIONS, VLLM, Convention
 from .errors import TemplateError
 from .identifiers import NotAnIdentifier, checked, is_identifier
 from .ir import (
+    GRAD_MODE,
     STATEMENTS,
+    TIE,
     ConstRef,
     DictExpr,
     Function,
@@ -551,6 +553,12 @@ class Emitter:
         self.nested(stmt.body, indent)
 
     def while_head(self, stmt: Any, indent: str) -> None:
+        """``while True:``, after the carried values' tie (where ``tied``)."""
+        if stmt.tied:  # the carried values it names first, then the other operands
+            count, most = 0, min(len(stmt.tied), len(stmt.carried))
+            while count < most and stmt.tied[count] == Name(stmt.carried[count]):
+                count += 1
+            self.tie(stmt.carried[:count], stmt.tied[count:], indent, copy=True)
         self.line(f"{indent}while True:")
 
     def break_(self, stmt: Any, indent: str) -> None:
@@ -575,6 +583,29 @@ class Emitter:
             self.out.append(self.layout.bracketed(indent, head, "(", items, ")", display=True))
         else:
             self.line(text)  # (a display among the values: Unsure where too long)
+        if stmt.tied:
+            self.tie(stmt.targets, stmt.tied, indent)
+
+    def tie(
+        self, targets: Sequence[str], operands: Sequence[Any], indent: str, copy: bool = False
+    ) -> None:
+        """``targets`` tied to ``operands`` for their gradients, under grad
+        mode only (:attr:`~stitchgen.ir.Rebind.tied`); ``copy``: copied (a
+        loop's carried values: :func:`stitchgen.gradients.tie`)."""
+        if not targets:
+            return  # (nothing to tie)
+        w, inner = self.writer, indent + INDENT
+        self.line(f"{indent}if {w.source(GRAD_MODE)}():")
+        names = name_items(targets)
+        head = f"{f'({names[0]},)' if len(names) == 1 else ', '.join(names)} = {w.source(TIE)}"
+        items = [*names, *map(w.source, operands), f"outputs={len(names)}"]
+        if copy:
+            items.append("copy=True")
+        text = f"{inner}{head}({', '.join(items)})"
+        if self.black and not self.layout.fits(text):
+            self.out.append(self.layout.bracketed(inner, head, "(", items, ")"))
+        else:
+            self.line(text)
 
     def value(self, indent: str, head: str, value: object) -> None:
         brackets = _OPENING.get(type(value)) if self.black else None

@@ -31,11 +31,13 @@ CONTEXT = ("p0", "p1", "n")
 class Drawn:
     gm: fx.GraphModule
 
-    def paths(self) -> list[tuple[torch.Tensor, ...]]:
-        """Inputs that take every path: each flag both ways, 0, 1 and 2 iterations."""
+    def paths(self, grad: bool = False) -> list[tuple[torch.Tensor, ...]]:
+        """Inputs that take every path: each flag both ways, 0, 1 and 2
+        iterations (``grad``: ``x`` and ``y`` requiring grad)."""
         x, y = torch.linspace(-1, 1, 4), torch.linspace(2, -2, 4)
+        x, y = x.requires_grad_(grad), y.requires_grad_(grad)
         return [
-            (x.clone(), y.clone(), torch.tensor(p0), torch.tensor(p1), torch.tensor(n))
+            (x, y, torch.tensor(p0), torch.tensor(p1), torch.tensor(n))
             for p0, p1, n in itertools.product((True, False), (True, False), (0, 1, 2))
         ]
 
@@ -44,9 +46,10 @@ class _Builder:
     """One graph being drawn: its attributes (the subgraphs it reaches) and a
     counter naming them apart."""
 
-    def __init__(self, draw: st.DrawFn) -> None:
+    def __init__(self, draw: st.DrawFn, subgraphs: bool = True) -> None:
         self.draw = draw
         self.count = 0
+        self.subgraphs = subgraphs
 
     def module(self, graph: fx.Graph, attrs: dict[str, Any]) -> fx.GraphModule:
         with _use_lazy_graph_module(True):
@@ -64,7 +67,8 @@ class _Builder:
     ) -> None:  # fmt: skip
         """Random nodes appended to ``graph``, their values to ``pool``."""
         draw = self.draw
-        kinds = ["op", "op"] + (["cond", "while", "subgraph"] if depth > 0 else [])
+        flows = ["cond", "while", "subgraph"] if self.subgraphs else ["cond", "while"]
+        kinds = ["op", "op"] + (flows if depth > 0 else [])
         for _ in range(draw(st.integers(1, 4))):
             kind = draw(st.sampled_from(kinds))
             if kind == "op":
@@ -87,7 +91,13 @@ class _Builder:
                 test = self.attr(graph, attrs, "test", self.loop_test())
                 body = self.attr(graph, attrs, "body", self.loop_body(depth - 1))
                 carried = (start, draw(st.sampled_from(pool)))
-                node = graph.call_function(HIGHER_ORDER.while_loop, (test, body, carried, context))
+                args = (
+                    test,
+                    body,
+                    carried,
+                    tuple(context),
+                )  # (a list: the operator fails under grad)
+                node = graph.call_function(HIGHER_ORDER.while_loop, args)
                 pool.append(graph.call_function(operator.getitem, (node, 1)))
             else:  # a subgraph called through invoke_subgraph, once or twice
                 sub = self.attr(graph, attrs, "subgraph", self.sub(1, 1, depth - 1))
@@ -126,8 +136,14 @@ class _Builder:
 
 
 @st.composite
-def control_flow_graphs(draw: st.DrawFn, depth: int = 3) -> Drawn:
-    builder = _Builder(draw)
+def control_flow_graphs(
+    draw: st.DrawFn, depth: int = 3, writes: bool = True, subgraphs: bool = True
+) -> Drawn:
+    """A graph; ``writes``: with in-place ops after the control flow (which
+    autograd refuses on what a tie or the operator hands back as a view);
+    ``subgraphs``: with ``invoke_subgraph`` (whose backward run eagerly
+    torch refuses)."""
+    builder = _Builder(draw, subgraphs)
     graph, attrs = fx.Graph(), {}
     pool = [graph.placeholder("x"), graph.placeholder("y")]
     context = [graph.placeholder(name) for name in CONTEXT]
@@ -135,7 +151,7 @@ def control_flow_graphs(draw: st.DrawFn, depth: int = 3) -> Drawn:
     # in-place ops after the control flow, as Dynamo's graphs keep them: a
     # value the control flow hands back that is an input is written through
     results = [v for v in pool if v.op == "call_function" and v.target is operator.getitem]
-    for value in draw(st.lists(st.sampled_from(results), max_size=2)) if results else ():
+    for value in draw(st.lists(st.sampled_from(results), max_size=2)) if results and writes else ():
         graph.call_method(draw(st.sampled_from(["add_", "mul_"])), (value, 2))
     outputs = draw(st.lists(st.sampled_from(pool), min_size=1, max_size=3))
     graph.output(tuple(outputs))

@@ -51,6 +51,9 @@ def assert_runs_same(
     module: its parameters, buffers and tensor attributes, which ``actual``
     binds), exactly where ``expected``'s does (a view counts as sharing);
     and the same inputs and state are written (their version counters).
+    Under grad mode, with an input requiring grad, the same outputs
+    require grad, and each input and state tensor that requires grad gets
+    the same gradient from them (``None`` where ``expected``'s is).
     Each side runs on its own copy of the inputs, and on the state as it
     was: what ``actual`` writes in the state is put back before
     ``expected`` runs. Returns ``expected``'s value."""
@@ -66,6 +69,15 @@ def assert_runs_same(
     assert_same(got[0], want[0])
     assert got[1] == want[1], f"outputs sharing memory with inputs: {got[1]} != {want[1]}"
     assert got[2] == want[2], f"inputs and state written: {got[2]} != {want[2]}"
+    assert got[3] == want[3], f"outputs requiring grad: {got[3]} != {want[3]}"
+    for key, grad in want[4].items():
+        assert (got[4][key] is None) == (grad is None), (
+            f"gradient of {key}: {got[4][key]} != {grad}"
+        )
+        if isinstance(grad, str) or isinstance(got[4][key], str):
+            assert got[4][key] == grad, f"gradient of {key}: {got[4][key]} != {grad}"
+        elif grad is not None:  # (the operators' backward adds in another order: close)
+            torch.testing.assert_close(got[4][key], grad, msg=f"gradient of {key} differs")
     return want[0]
 
 
@@ -85,9 +97,11 @@ def _state_tensors(module: torch.nn.Module | None) -> dict[str, torch.Tensor]:
 
 def _observed(
     fn: Callable[..., Any], inputs: Sequence[Any], state: dict[str, torch.Tensor]
-) -> tuple[Any, dict[str, list[str]], list[str]]:
+) -> tuple[Any, dict[str, list[str]], list[str], list[str], dict[str, Any]]:
     """``fn`` run on a copy of ``inputs``: its value, what each output tensor
-    (by its path) shares memory with, and which inputs and state it wrote."""
+    (by its path) shares memory with, which inputs and state it wrote, and,
+    under grad mode, which outputs require grad and the gradient each input
+    and state tensor that requires grad gets from them (ones for each)."""
     memo: dict[int, Any] = {}
     copies = [_copy(value, memo) for value in inputs]
     seen = {f"input {i}": t for i, t in enumerate(_tensors(copies))}
@@ -101,7 +115,19 @@ def _observed(
         if found:
             shared[path] = found
     written = sorted(key for key, t in seen.items() if _version(t) != before[key])
-    return value, shared, written
+    leaves = {key: t for key, t in seen.items() if t.requires_grad}
+    if not (torch.is_grad_enabled() and any(key.startswith("input") for key in leaves)):
+        return value, shared, written, [], {}
+    requiring = [(path, out) for path, out in _leaves(value, "output") if out.requires_grad]
+    grads: tuple[Any, ...] = (None,) * len(leaves)
+    if requiring:
+        outs = [out for _, out in requiring]
+        ones = [torch.ones_like(out) for out in outs]
+        try:
+            grads = torch.autograd.grad(outs, list(leaves.values()), ones, allow_unused=True)
+        except RuntimeError as e:  # (an op with no backward: the same on both sides)
+            grads = (f"RuntimeError: {e}",) * len(leaves)
+    return value, shared, written, [p for p, _ in requiring], dict(zip(leaves, grads, strict=True))
 
 
 def _copy(value: Any, memo: dict[int, Any]) -> Any:

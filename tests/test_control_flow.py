@@ -155,6 +155,142 @@ def test_a_loop_whose_tuple_is_returned_whole_copies_every_value():
         assert_runs_same(fn, gm, (torch.tensor(count), torch.ones(2)))
 
 
+# -- gradients: the operators' autograd, from the lowered code ----------------
+
+
+def _choice(true, false, meta=None):
+    """``cond(p, true, false, (x, y))``, both outputs read; each arm builds
+    two outputs from its (a, b); ``meta``: the ``val`` of x and y."""
+
+    def arm(fn):
+        return graph_module({}, lambda g: fn(g, g.placeholder("a"), g.placeholder("b")))
+
+    def build(g):
+        x, y, p = g.placeholder("x"), g.placeholder("y"), g.placeholder("p")
+        for node, val in zip((x, y), meta or (), strict=False):
+            node.meta["val"] = val
+        picked = g.call_function(HIGHER_ORDER.cond, (p, g.get_attr("t"), g.get_attr("f"), (x, y)))
+        return tuple(g.call_function(operator.getitem, (picked, i)) for i in (0, 1))
+
+    return graph_module({"t": arm(true), "f": arm(false)}, build)
+
+
+def _on(op, *args):
+    return lambda g, a, b: g.call_function(op, tuple({"a": a, "b": b}.get(x, x) for x in args))
+
+
+def _pair(first, second):
+    return lambda g, a, b: (first(g, a, b), second(g, a, b))
+
+
+#: arms that read both operands, one, none, or pass one through
+READ_BOTH = _pair(_on(torch.mul, "a", "b"), _on(torch.add, "a", "b"))
+READ_A = _pair(_on(torch.sin, "a"), _on(torch.mul, "a", 2))
+PASS_B = lambda g, a, b: (b, g.call_function(torch.cos, (b,)))  # noqa: E731
+READ_NONE = _pair(_on(torch.ones, 2), _on(torch.zeros, 2))
+
+
+@pytest.mark.parametrize(
+    "true, false",
+    [(READ_A, PASS_B), (READ_BOTH, READ_A), (READ_BOTH, READ_NONE)],
+    ids=["each-reads-one", "one-reads-both", "one-reads-none"],
+)
+def test_a_cond_gives_the_operators_gradients_on_both_branches(true, false):
+    """The operand a branch never reads gets zeros from the lowered code,
+    as from the operator, not None; every output requires grad."""
+    gm = _choice(true, false)
+    fn = stitchgen.compile(gm)
+    x, y = torch.randn(2, requires_grad=True), torch.randn(2, requires_grad=True)
+    for p in (True, False):
+        for inputs in ((x, y, p), (x, y.detach(), p), (x.detach(), y.detach(), p)):
+            assert_runs_same(fn, gm, inputs)
+            with torch.no_grad():
+                assert_runs_same(fn, gm, inputs)
+
+
+def test_the_branch_not_taken_gets_zeros_not_none():
+    gm = _choice(READ_A, PASS_B)
+    x, y = torch.ones(2, requires_grad=True), torch.ones(2, requires_grad=True)
+    for run in (stitchgen.compile(gm), gm):
+        out = run(x, y, True)
+        grads = torch.autograd.grad(out[0].sum(), (x, y))
+        assert torch.equal(grads[1], torch.zeros(2))  # y: the branch taken never reads it
+        assert torch.equal(grads[0], torch.cos(torch.ones(2)))
+
+
+def test_an_arm_that_reads_every_operand_into_every_output_is_not_tied():
+    """Python's autograd already gives the operator's gradients there: no
+    tie, no test of grad mode; where the metadata says an operand reaches
+    an output through no floating value, the arm is tied."""
+    plain = stitchgen.generate(_choice(READ_BOTH, READ_BOTH)).code
+    assert "is_grad_enabled" not in plain and "import stitchgen" not in plain
+    compared = _pair(_on(torch.mul, "a", "b"), lambda g, a, b: _compared(g, a, b))
+    tied = stitchgen.generate(_choice(READ_BOTH, compared)).code
+    assert tied.count("stitchgen.gradients.tie(") == 1  # the arm that compares
+    assert tied.count("if torch.is_grad_enabled():") == 1
+
+
+def _compared(g, a, b):
+    """``a * (b > 0)``: b reaches the output through a bool tensor (metadata)."""
+    positive = g.call_function(torch.gt, (b, 0))
+    positive.meta["val"] = torch.empty(2, dtype=torch.bool)
+    return g.call_function(torch.mul, (a, positive))
+
+
+def test_under_no_grad_the_tie_is_never_called(monkeypatch):
+    import stitchgen.gradients
+
+    gm = _choice(READ_A, PASS_B)
+    fn = stitchgen.compile(gm)
+
+    def refused(*args, **kwargs):
+        raise AssertionError("tie called")
+
+    monkeypatch.setattr(stitchgen.gradients, "tie", refused)
+    x = torch.ones(2, requires_grad=True)
+    for context in (torch.no_grad, torch.inference_mode):
+        with context():
+            fn(x, x, True)
+    with pytest.raises(AssertionError, match="tie called"):
+        fn(x, x, True)
+
+
+def test_a_while_loop_gives_the_operators_gradients_where_it_runs():
+    """One or more iterations: the operator's gradients, an input the body
+    never reads included (zeros); no iteration: the identity's (ruled), where
+    the operator runs one body step in its backward."""
+
+    def build(g):
+        i, a, b, w = (g.placeholder(n) for n in ("i", "a", "b", "w"))
+        looped = g.call_function(
+            HIGHER_ORDER.while_loop, (g.get_attr("t"), g.get_attr("b"), (i, a, b), (w,))
+        )
+        return tuple(g.call_function(operator.getitem, (looped, k)) for k in (1, 2))
+
+    def step(g):
+        i, a, b, _ = (g.placeholder(n) for n in ("i", "a", "b", "w"))
+        half = g.call_function(torch.mul, (a, 0.5))
+        return (
+            g.call_function(torch.add, (i, 1)),
+            g.call_function(torch.add, (a, b)),
+            g.call_function(torch.sub, (b, half)),
+        )
+
+    def test(g):
+        i, _, _, _ = (g.placeholder(n) for n in ("i", "a", "b", "w"))
+        return g.call_function(operator.lt, (i, 3))
+
+    gm = graph_module({"t": graph_module({}, test), "b": graph_module({}, step)}, build)
+    fn = stitchgen.compile(gm)
+    a, b, w = (torch.ones(2, requires_grad=True) for _ in range(3))
+    for start in (0, 1, 2):  # three, two and one iterations
+        assert_runs_same(fn, gm, (torch.tensor(start), a, b, w))
+    ours = torch.autograd.grad(sum(o.sum() for o in fn(torch.tensor(3), a, b, w)), (a, b, w))
+    assert [g.tolist() for g in ours] == [[1.0, 1.0], [1.0, 1.0], [0.0, 0.0]]
+    operator_s = torch.autograd.grad(sum(o.sum() for o in gm(torch.tensor(3), a, b, w)), (a, b))
+    assert [g.tolist() for g in operator_s] == [[0.5, 0.5], [2.0, 2.0]]  # its one-step artefact
+
+
 def _loop_sub(out, val=None):
     """A loop's subgraph: (i, v) in, what ``out`` builds out (its metadata ``val``)."""
 

@@ -159,6 +159,7 @@ FLAT = st.one_of(
         ir.Rebind,
         st.lists(IDENTS, min_size=1, max_size=4).map(tuple),
         st.lists(st.one_of(IDENTS.map(ir.Name), LITERALS), min_size=1, max_size=6).map(tuple),
+        st.lists(IDENTS.map(ir.Name), max_size=3).map(tuple),  # tied, as a cond's arm
     ),
 )
 
@@ -172,6 +173,9 @@ NESTED = st.one_of(
     st.builds(ir.If, st.lists(IDENTS, max_size=3).map(tuple), IDENTS.map(ir.Name),
               _bodies(), _bodies()),
     st.builds(ir.While, st.lists(IDENTS, max_size=3).map(tuple), _bodies()),
+    st.builds(lambda carried, body, more: ir.While(carried, body, (*map(ir.Name, carried), *more)),
+              st.lists(IDENTS, min_size=1, max_size=3).map(tuple), _bodies(),
+              st.lists(IDENTS.map(ir.Name), max_size=2)),  # tied, as a while_loop's
 )  # fmt: skip
 #: mostly flat (the layout's floor counts programs black's layout writes itself)
 STATEMENTS = st.one_of(FLAT, FLAT, FLAT, FLAT, NESTED)

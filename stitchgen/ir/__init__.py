@@ -455,16 +455,24 @@ class While(Node):
     """``while True:`` ``body`` (``LOOP``): the body's :class:`Break` leaves
     the loop, and the :class:`Rebind` that ends it gives the ``carried``
     locals (bound before the loop, ``CARRIES``) their next values
-    (``while_loop``'s); after the loop they hold the last."""
+    (``while_loop``'s); after the loop they hold the last. Where it has
+    ``tied`` (the first carried values, each a :class:`Name`, then the
+    loop's other operands), those values are tied to the operands before
+    the loop, under grad mode only, as a :class:`Rebind`'s targets are, and
+    copied (under grad, ``while_loop`` hands back no input as it is)."""
 
     carried: tuple[str, ...] = field(metadata=CARRIES)
     body: tuple[Stmt, ...] = field(metadata=LOOP)
+    tied: tuple[Expr, ...] = field(default=(), metadata=EXPRS)
     template: ClassVar[str] = "while"
 
-    def __init__(self, carried: tuple[str, ...], body: tuple[Stmt, ...]) -> None:
+    def __init__(
+        self, carried: tuple[str, ...], body: tuple[Stmt, ...], tied: tuple[Expr, ...] = ()
+    ) -> None:
         d = self.__dict__
         d["carried"] = carried
         d["body"] = body
+        d["tied"] = tied
 
 
 @record
@@ -496,17 +504,31 @@ class Break(Node):
 class Rebind(Node):
     """``targets = values``, where ``targets`` (``REBINDS``) are the
     statement's whose body it ends: an :class:`If`'s outputs, bound by each
-    arm; a :class:`While`'s carried values, bound again by each iteration."""
+    arm; a :class:`While`'s carried values, bound again by each iteration.
+    Where it has ``tied`` (the operands of the ``cond`` an arm belongs to),
+    the targets are then tied to them under grad mode (``if
+    torch.is_grad_enabled():`` ``a, b = stitchgen.gradients.tie(a, b, x, y,
+    outputs=2)``: :mod:`stitchgen.gradients`), so each operand gets the
+    operator's gradient, zeros where the arm never reads it."""
 
     targets: tuple[str, ...] = field(metadata=REBINDS)
     values: tuple[Expr, ...] = field(metadata=EXPRS)
+    tied: tuple[Expr, ...] = field(default=(), metadata=EXPRS)
     template: ClassVar[str] = "rebind"
 
-    def __init__(self, targets: tuple[str, ...], values: tuple[Expr, ...]) -> None:
+    def __init__(
+        self, targets: tuple[str, ...], values: tuple[Expr, ...], tied: tuple[Expr, ...] = ()
+    ) -> None:
         d = self.__dict__
         d["targets"] = targets
         d["values"] = values
+        d["tied"] = tied
 
+
+#: what a tie calls (:attr:`Rebind.tied`, :attr:`While.tied`): grad mode's
+#: test, and :func:`stitchgen.gradients.tie`; the lowering imports their modules
+GRAD_MODE = GlobalRef("torch", "is_grad_enabled")
+TIE = GlobalRef("stitchgen.gradients", "tie")
 
 Stmt = Assign | Call | UnpackCall | GetItem | Del | Return | Unbox | If | While | Break | Rebind
 #: what a function's body holds after its opening (:attr:`Function.statements`)

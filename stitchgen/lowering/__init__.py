@@ -366,6 +366,8 @@ class Declarations:
         self.formats = formats
         #: modules the code imports (the references' modules)
         self.imports: set[str] = set()
+        #: names the code's text uses that no expression holds (a tie's modules)
+        self.reserved: set[str] = set()
         #: lifted constants: the objects, their declarations, and each
         #: object's index by id (the objects held, so ids stay unique)
         self.const_values: list[Any] = []
@@ -1125,7 +1127,7 @@ def build_program(
         submods=tuple(decls.submod_decls),
         consts=tuple(decls.const_decls),
         functions=(*decls.functions, entry),
-        reserved=tuple(sorted({*reserve, *convention.helpers})),
+        reserved=tuple(sorted({*reserve, *convention.helpers, *decls.reserved})),
         const_values=tuple(decls.const_values),
         submod_values=tuple(decls.submod_values),
         convention=convention.name,

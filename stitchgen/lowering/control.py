@@ -34,6 +34,8 @@ import torch.fx as fx
 from ..errors import CodegenError, a_or_an
 from ..identifiers import Namespace
 from ..ir import (
+    GRAD_MODE,
+    TIE,
     Assign,
     Break,
     Expr,
@@ -232,12 +234,14 @@ def lower_flow(
         body.append(call)
         return Name(local)  # (read by no node where the call unpacks)
     targets = _targets(node, plan.width, names, local, inlined, absorbed)
+    tensors = _tensors(plan.operands, operands)  # what a tie ties the outputs to
     if plan.kind == "cond":
+        ties = [tensors if _loose(child, operands, tensors) else () for _, child in plan.subgraphs]
         arms = []
-        for attribute, child in plan.subgraphs:
+        for (attribute, child), tied in zip(plan.subgraphs, ties, strict=True):
             arm: list[Stmt] = []
             out = lowerer.statements(child, f"{prefix}{attribute}.", {}, arm, names, None, operands)
-            arm.append(Rebind(targets, _items(out, plan.width)))
+            arm.append(Rebind(targets, _items(out, plan.width), tied))
             arms.append(tuple(arm))
         test = lowerer.arg(node.args[0], node, env)
         body.append(If(targets, test, arms[0], arms[1]))
@@ -255,7 +259,12 @@ def lower_flow(
         loop.append(Rebind((*targets, *flag), (*_items(out, carried), *false)))
         body.extend(Assign(t, value) for t, value in zip(targets, operands, strict=False))
         body.extend(Assign(t, Literal(True)) for t in flag)
-        body.append(While((*targets, *flag), tuple(loop)))
+        others = tuple(e for e in tensors if e not in operands[:carried])
+        ties = [(*inputs[:carried], *others)] if tensors else []  # the carried values, tied
+        body.append(While((*targets, *flag), tuple(loop), ties[0] if ties else ()))
+    if any(ties):  # a tie's text: torch.is_grad_enabled(), stitchgen.gradients.tie
+        lowerer.decls.imports.update((GRAD_MODE.module, TIE.module))
+        lowerer.decls.reserved.update(r.module.partition(".")[0] for r in (GRAD_MODE, TIE))
     if plan.width is None:
         return Name(targets[0])
     return TupleExpr(tuple(Name(t) for t in targets))
@@ -283,6 +292,59 @@ def _copies(node: fx.Node, plan: Plan) -> list[int]:
         if whole or i in read:
             copies.append(i)
     return copies
+
+
+def _tensors(args: Sequence[Any], operands: Sequence[Expr]) -> tuple[Expr, ...]:
+    """The distinct ``operands`` (``args`` lowered) that may be tensors: not
+    a literal, nor a value whose FX metadata says it is none."""
+    found: list[Expr] = []
+    for arg, expr in zip(args, operands, strict=True):
+        value = _example(arg)
+        if _node(arg) and (value is None or isinstance(value, torch.Tensor)):
+            if expr not in found:
+                found.append(expr)
+    return tuple(found)
+
+
+def _loose(child: fx.GraphModule, operands: Sequence[Expr], tensors: tuple[Expr, ...]) -> bool:
+    """Does some output of the branch ``child`` (its inputs ``operands``)
+    miss a gradient from one of ``tensors``, so Python's autograd would
+    give that operand ``None`` (or the output no ``requires_grad``) where
+    ``cond``'s gives zeros? An output reaches the operands its value is
+    computed from, through values that carry gradients (a floating or
+    complex tensor, where the metadata tells; any value where it does not)."""
+    if not tensors:
+        return False
+    reach: dict[fx.Node, frozenset[Expr]] = {}
+    inputs = iter(operands)
+    for node in child.graph.nodes:
+        if node.op == "placeholder":
+            expr = next(inputs)
+            reach[node] = frozenset((expr,) if expr in tensors else ())
+        elif node.op == "output":
+            outputs = node.args[0]
+            items = outputs if type(outputs) is tuple else (outputs,)
+            everything = frozenset(tensors)
+            return any(  # (an item that is no node is a literal: no tensor)
+                _node(item) and _carries(_example(item)) and reach[item] != everything
+                for item in items
+            )
+        else:
+            read: list[fx.Node] = []
+            fx.node.map_arg((node.args, node.kwargs), read.append)
+            value = _example(node)
+            carries = node.op != "get_attr" and (value is None or _carries(value))
+            reach[node] = frozenset().union(*(reach[r] for r in read)) if carries else frozenset()
+    return False
+
+
+def _carries(value: Any) -> bool:
+    """Can ``value`` (FX metadata; None: none recorded) carry a gradient?"""
+    if value is None:
+        return True
+    if isinstance(value, torch.Tensor):
+        return value.dtype.is_floating_point or value.dtype.is_complex
+    return isinstance(value, (tuple, list)) and any(_carries(v) for v in value)
 
 
 def _items(value: Expr, width: int | None) -> tuple[Expr, ...]:

@@ -7,6 +7,7 @@ profile.
 
 import os
 
+import pytest
 import torch.fx as fx
 from builders import SHAPES
 from control_flow_graphs import control_flow_graphs
@@ -86,4 +87,21 @@ def test_random_control_flow_graphs_match_the_interpreter_on_every_path(drawn, t
     assert "higher_order" not in generated.code  # every operator lowered
     fn = stitchgen.load(generated)
     for inputs in drawn.paths():
+        assert_runs_same(fn, fx.Interpreter(drawn.gm).run, inputs, drawn.gm)
+
+
+@pytest.mark.slow  # the operators trace their branches under grad: about 0.5 s a graph
+@settings(FUZZ, max_examples=max(1, EXAMPLES // 5))
+@given(control_flow_graphs(depth=2, writes=False, subgraphs=False))
+def test_random_control_flow_graphs_give_the_operators_gradients_on_every_path(drawn):
+    """With ``x`` and ``y`` requiring grad: the same outputs require grad and
+    every input gets the same gradient (zeros where a path never reads it),
+    but at a loop that runs no iteration, where the operator's backward runs
+    one body step (ruled: ours is the identity's, the README says so)."""
+    fn = stitchgen.compile(drawn.gm)
+    graphs = (m.graph for m in drawn.gm.modules() if isinstance(m, fx.GraphModule))
+    loops = any("while_loop" in str(graph) for graph in graphs)
+    for inputs in drawn.paths(grad=True):
+        if int(inputs[-1]) == 0 and loops:
+            continue
         assert_runs_same(fn, fx.Interpreter(drawn.gm).run, inputs, drawn.gm)

@@ -1,0 +1,83 @@
+"""What lowered control flow calls under grad mode: its outputs tied to its
+operands, as ``cond``'s and ``while_loop``'s autograd ties them.
+
+The operators run as one autograd node each. Every operand that requires
+grad gets a gradient from it, zeros where the path taken never reached it
+(a ``cond``'s branch not taken, an input a loop's body ignores), and every
+output of a floating type requires grad. Lowered as Python, the same
+computation gives ``None`` for those operands, which an optimizer treats
+differently (momentum and weight decay step on zeros, and skip ``None``).
+:func:`tie` puts the outputs through one node whose backward passes their
+gradients on and gives the operands zeros, which autograd adds to what the
+computation itself gives them: the operator's gradients, from plain code.
+
+The generated code calls it only where grad mode is on (``if
+torch.is_grad_enabled():``), so under ``torch.no_grad()`` and
+``torch.inference_mode()`` it costs that one test. Imported by generated
+code (never by the rest of stitchgen): it imports torch alone.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+__all__ = ["tie"]
+
+
+def tie(*values_and_operands: Any, outputs: int, copy: bool = False) -> tuple[Any, ...]:
+    """The first ``outputs`` of ``values_and_operands`` tied to the rest (a
+    control-flow statement's outputs, then its operands). Where no operand
+    tensor requires grad, the outputs as they are; else the tensors among
+    them through one autograd node (ints and other values pass as they are),
+    as copies where ``copy`` (a loop's carried values, which ``while_loop``
+    never hands back as its inputs under grad).
+
+    >>> import torch
+    >>> x, y = torch.ones(2, requires_grad=True), torch.ones(2, requires_grad=True)
+    >>> (out,) = tie(x * 3, x, y, outputs=1)  # a branch that never reads y
+    >>> out.sum().backward()
+    >>> x.grad, y.grad
+    (tensor([3., 3.]), tensor([0., 0.]))
+    """
+    values, operands = values_and_operands[:outputs], values_and_operands[outputs:]
+    tensors = [o for o in (*values, *operands) if isinstance(o, torch.Tensor)]
+    if not any(t.requires_grad for t in tensors):
+        return values
+    places = [i for i, v in enumerate(values) if isinstance(v, torch.Tensor)]
+    operand_tensors = [o for o in operands if isinstance(o, torch.Tensor)]
+    tied = _Tie.apply(len(places), copy, *(values[i] for i in places), *operand_tensors)
+    out = list(values)
+    for i, value in zip(places, tied, strict=True):
+        out[i] = value
+    return tuple(out)
+
+
+class _Tie(torch.autograd.Function):
+    """``count`` values, then the operands: the values as they were (an
+    operand, or a view, as a view: written in place it is an error, as the
+    operators' outputs are) or copied, gradients passed on to them and zeros
+    to the operands."""
+
+    @staticmethod
+    def forward(
+        ctx: Any, count: int, copy: bool, *tensors: torch.Tensor
+    ) -> tuple[torch.Tensor, ...]:
+        values, operands = tensors[:count], tensors[count:]
+        ctx.count = count
+        ctx.zeros = [(o.shape, o.dtype, o.device) for o in operands]
+        if copy:
+            return tuple(v.clone() for v in values)
+        return tuple(
+            v if v._is_view() or any(v is o for o in operands) else v.detach() for v in values
+        )
+
+    @staticmethod
+    def backward(ctx: Any, *grads: torch.Tensor) -> tuple[Any, ...]:
+        needed = ctx.needs_input_grad[2 + ctx.count :]
+        zeros = [
+            torch.zeros(shape, dtype=dtype, device=device) if need else None
+            for (shape, dtype, device), need in zip(ctx.zeros, needed, strict=True)
+        ]
+        return (None, None, *grads, *zeros)
