@@ -298,6 +298,10 @@ class Emitter:
         #: the templates' globals (a variant may read one, as its template does)
         self.options = options or {}
         self.out: list[str] = []
+        #: where the templates render (the Jinja path), what writes a body
+        #: instead of this emitter: each statement through the templates'
+        #: blocks, at ``indent`` (:meth:`statements`, the one entry)
+        self.through: Callable[[Sequence[Any], str], str] | None = None
 
     # -- output --------------------------------------------------------------
 
@@ -432,7 +436,18 @@ class Emitter:
 
     def statements(self, body: Iterable[Any], indent: str) -> None:
         """Each statement of ``body`` (a function's, or a nested one: a
-        statement that holds a body writes it with this) at ``indent``."""
+        statement that holds a body writes it with this) at ``indent``: the
+        one entry every body is written through. On the Jinja path
+        (:attr:`through`), through the templates' blocks, so a block of
+        yours (``before_call``) reaches a statement at any depth, inside a
+        kind of yours or a variant's method too."""
+        if self.through is not None:
+            self.out.append(self.through(tuple(body), indent))
+        else:
+            self.write(body, indent)
+
+    def write(self, body: Iterable[Any], indent: str) -> None:
+        """Each statement of ``body`` by this emitter's method for its kind."""
         # the class's methods, as plain functions: bound methods kept on the
         # instance would tie it (and the program) into a reference cycle
         methods = _METHODS.get(type(self))
@@ -451,7 +466,7 @@ class Emitter:
         (:func:`~stitchgen.ir.block_method`: ``getitem`` for a ``GetItem``,
         ``del_`` for a ``Del``); a kind with no such method is a
         :class:`TemplateError`, never nothing."""
-        self.statements((stmt,), indent)
+        self.write((stmt,), indent)
 
     def call(self, stmt: Any, indent: str) -> None:
         """``target = callee(arguments)`` (the ``call`` block)."""
@@ -575,14 +590,15 @@ class Emitter:
         """``a, b = x, y`` (``a = x`` for one: the ``rebind`` block)."""
         head = f"{', '.join(name_items(stmt.targets))} = "
         if len(stmt.values) == 1:
-            return self.value(indent, head, stmt.values[0])
-        items = [self.writer.source(v) for v in stmt.values]
-        text = f"{indent}{head}{', '.join(items)}"
-        plain = all(type(v) in (Name, Literal) for v in stmt.values)
-        if self.black and plain and not self.layout.fits(text):  # black explodes it in ()
-            self.out.append(self.layout.bracketed(indent, head, "(", items, ")", display=True))
+            self.value(indent, head, stmt.values[0])
         else:
-            self.line(text)  # (a display among the values: Unsure where too long)
+            items = [self.writer.source(v) for v in stmt.values]
+            text = f"{indent}{head}{', '.join(items)}"
+            plain = all(type(v) in (Name, Literal) for v in stmt.values)
+            if self.black and plain and not self.layout.fits(text):  # black explodes it in ()
+                self.out.append(self.layout.bracketed(indent, head, "(", items, ")", display=True))
+            else:
+                self.line(text)  # (a display among the values: Unsure where too long)
         if stmt.tied:
             self.tie(stmt.targets, stmt.tied, indent)
 

@@ -257,8 +257,27 @@ def _statements_text(context: jinja2.runtime.Context, body: Sequence[Any]) -> st
 @jinja2.pass_context
 def statements(context: jinja2.runtime.Context, body: Sequence[Any]) -> Markup:
     """The template global ``statements(fn.statements)``: a body, each
-    statement written by its block at the blocks' own indentation."""
-    return Markup(_statements_text(context, body))
+    statement written by its block at the blocks' own indentation. While it
+    renders, a body the emitter writes (``emit.if_``, a kind of yours
+    through ``emit.statement``) comes back through the blocks too
+    (:attr:`~stitchgen.emitter.Emitter.through`): one recursive entry."""
+    emit = context.get("emit")
+    emitter = getattr(emit, "_emitter", None)
+    if emitter is None:
+        return Markup(_statements_text(context, body))
+
+    def through(inner: Sequence[Any], indent: str) -> str:
+        if not inner:
+            return f"{indent}pass\n"
+        text = _statements_text(context, inner)  # (written at INDENT)
+        deeper = indent[len(INDENT) :]
+        return "".join(deeper + s if s.strip() else s for s in text.splitlines(True))
+
+    saved, emitter.through = emitter.through, through
+    try:
+        return Markup(_statements_text(context, body))
+    finally:
+        emitter.through = saved
 
 
 @jinja2.pass_context

@@ -208,6 +208,22 @@ def test_a_cond_gives_the_operators_gradients_on_both_branches(true, false):
                 assert_runs_same(fn, gm, inputs)
 
 
+def test_a_cond_with_one_output_is_tied_too():
+    def build(g):
+        x, y, p = g.placeholder("x"), g.placeholder("y"), g.placeholder("p")
+        picked = g.call_function(HIGHER_ORDER.cond, (p, g.get_attr("t"), g.get_attr("f"), (x, y)))
+        return g.call_function(operator.getitem, (picked, 0))
+
+    arm = lambda op, i: graph_module(  # noqa: E731
+        {}, lambda g: (g.call_function(op, ((g.placeholder("a"), g.placeholder("b"))[i],)),)
+    )
+    gm = graph_module({"t": arm(torch.sin, 0), "f": arm(torch.cos, 1)}, build)
+    fn = stitchgen.compile(gm)
+    x, y = torch.randn(2, requires_grad=True), torch.randn(2, requires_grad=True)
+    for p in (True, False):
+        assert_runs_same(fn, gm, (x, y, p))
+
+
 def test_the_branch_not_taken_gets_zeros_not_none():
     gm = _choice(READ_A, PASS_B)
     x, y = torch.ones(2, requires_grad=True), torch.ones(2, requires_grad=True)
@@ -639,6 +655,122 @@ def test_a_before_call_override_writes_inside_a_branch_at_its_depth(tmp_path):
     assert lines[calls[0] - 1] == f"{depth}# before submod_0"
     fn = stitchgen.load(stitchgen.generate(specimen.gm, templates=templates))
     assert_runs_same(fn, specimen.gm, specimen.inputs)
+
+
+@dataclasses.dataclass(frozen=True)
+class Marked:
+    """``if True:`` around a body that always runs (``ir.BODY``)."""
+
+    body: tuple[Any, ...] = dataclasses.field(metadata=ir.BODY)
+    template: ClassVar[str] = "marked"
+
+
+def write_marked(emitter: Emitter, stmt: Marked, indent: str) -> None:
+    emitter.line(f"{indent}if True:")
+    emitter.nested(stmt.body, indent)
+
+
+def _mark_calls(program):
+    """A pass: every call, at any depth, inside a ``Marked``."""
+
+    def mark(stmt):
+        return (Marked((stmt,)),) if isinstance(stmt, ir.Calling) else (stmt,)
+
+    return ir.map_bodies(program, mark)
+
+
+def _calls(program):
+    found = [s for fn in program.functions for s in ir.iter_statements(fn.body)]
+    return [s for s in found if isinstance(s, ir.Calling)], [s for s in found if type(s) is Marked]
+
+
+@pytest.mark.parametrize("own_block", [True, False], ids=["its-block", "its-writer"])
+def test_a_kind_of_yours_renders_through_the_blocks_at_any_depth(tmp_path, own_block):
+    """Review bugs C and the 10 of 19: a block named for a kind registered
+    with ``kinds=`` (with its ``before_``/``after_``) is accepted and renders
+    it; and the statements inside the kind's body, whoever writes it (that
+    block's ``nested``, or the kind's writer through the generic block),
+    render through the blocks too: ``before_call`` reaches every call."""
+    blocks = "{% block before_call %}\n    # call {{ stmt.node | comment }}\n{% endblock %}\n"
+    if own_block:
+        blocks += (
+            "{% block before_marked %}\n    # marked\n{% endblock %}\n"
+            "{% block marked %}\n    if True:\n{{ nested(stmt.body) -}}\n"
+            "{% endblock %}\n"
+            "{% block after_marked %}\n    # end marked\n{% endblock %}\n"
+        )
+    (tmp_path / "function.py.j2").write_text(
+        f'{{% extends "stitchgen/function.py.j2" %}}\n{blocks}'
+    )
+    templates = Templates(tmp_path, kinds={Marked: write_marked})
+    assert templates.check().problems == []
+    case = CASES["nested_cond"]("cpu")
+    generated = stitchgen.generate(case.gm, templates=templates, passes=[_mark_calls])
+    calls, guards = _calls(generated.program)
+    code = generated.code
+    assert len(calls) == 10 and len(guards) == len(calls)  # in both functions, every branch
+    assert code.count("# call ") == len(calls)
+    assert code.count("if True:") == len(guards)
+    assert code.count("# marked") == code.count("# end marked") == (len(guards) if own_block else 0)
+    for line in code.splitlines():  # each mark at its call's depth, right above the guard
+        if "# call " in line:
+            assert line.startswith(INDENT * 2)
+    fn = stitchgen.load(generated, case.submods)
+    for flag in (True, False):
+        assert_runs_same(fn, case.gm, (case.inputs[0], flag))
+
+
+def test_a_block_for_no_kind_is_still_refused(tmp_path):
+    (tmp_path / "function.py.j2").write_text(
+        '{% extends "stitchgen/function.py.j2" %}\n{% block gaurded %}{% endblock %}\n'
+    )
+    problems = Templates(tmp_path, kinds=KINDS).check().problems
+    assert len(problems) == 1 and "has no block 'gaurded'" in problems[0].message
+
+
+@dataclasses.dataclass(frozen=True)
+class Repeat:
+    """``for _ in range(<count>):`` around a body that may run 0..n times
+    (``ir.LOOP``, no ``Break``: it runs out)."""
+
+    count: Any = dataclasses.field(metadata=ir.EXPR)
+    body: tuple[Any, ...] = dataclasses.field(metadata=ir.LOOP)
+    template: ClassVar[str] = "repeat"
+
+
+def write_repeat(emitter: Emitter, stmt: Repeat, indent: str) -> None:
+    emitter.line(f"{indent}for _ in range({emitter.writer.source(stmt.count)}):")
+    emitter.nested(stmt.body, indent)
+
+
+@pytest.mark.parametrize("count", [0, 1, 3])
+def test_a_loop_kind_of_yours_runs_out_with_no_break(count):
+    """Review bug E: ``ir.LOOP`` means "may run again"; only a ``While`` is
+    left by a ``Break``. What the body binds is freed inside it."""
+    append = ir.MethodRef(ir.Name("seen"), "append")
+    program = _program(
+        ir.Call("seen", ir.GlobalRef("builtins", "list"), ()),
+        Repeat(
+            ir.Name("n"),
+            (ir.Call("y", NEG, (ir.Name("x"),)), ir.Call("z", append, (ir.Name("y"),))),
+        ),
+        ir.Return(ir.TupleExpr((ir.Name("x"), ir.Name("seen")))),
+        params=("x", "n"),
+    )
+    program = insert_dels(program)
+    ir.verify(program)
+    loop = program.entry.body[1]
+    assert ir.Del(("y", "z")) in loop.body  # freed inside, each iteration
+    templates = Templates(kinds={Repeat: write_repeat})
+    generated = stitchgen.generate(
+        fx.symbolic_trace(lambda x, n: x), templates=templates, passes=[lambda p: program]
+    )
+    assert "for _ in range(n):" in generated.code
+    x, seen = stitchgen.load(generated)(torch.ones(2), count)
+    assert len(seen) == count and all(torch.equal(v, -torch.ones(2)) for v in seen)
+    while_ = ir.While((), (ir.Call("y", NEG, (ir.Name("x"),)),))
+    with pytest.raises(ProgramError, match="its body never breaks"):
+        ir.verify(_program(while_, ir.Return(ir.Name("x"))))
 
 
 def test_a_kind_of_yours_saves_no_artifact_it_could_not_read(tmp_path):

@@ -93,3 +93,54 @@ def test_a_variant_is_checked_where_it_is_made(tmp_path, printing):
         Variant("my variant")
     with pytest.raises(ValueError, match="unknown template variant 'printing'"):
         Templates(variant="printing")  # a record of yours is passed, never looked up by name
+
+
+class BranchNotingEmitter(Emitter):
+    """A variant that overrides ``if_``, the method a reader would pick."""
+
+    def if_(self, stmt, indent):
+        self.line(f"{indent}# a branch")
+        super().if_(stmt, indent)
+
+
+class CallOnlyEmitter(PrintingEmitter):
+    """A variant that prints before a piece on the fast path alone: its
+    ``call`` block calls ``call_head``, which it leaves as it is."""
+
+    call_head = Emitter.call_head
+
+
+def _variant(tmp_path, name, emitter):
+    folder = tmp_path / name
+    folder.mkdir()
+    for file, text in TEMPLATES.items():
+        (folder / file).write_text(text)
+    return Variant(name, emitter=emitter, folder=folder)
+
+
+def test_a_variant_that_overrides_if_writes_the_same_on_both_paths(tmp_path):
+    """Review bug F: the ``if`` block calls ``emit.if_``, whose bodies come
+    back through the blocks: an override of ``if_`` (or of ``if_head``)
+    changes both paths, at any depth."""
+    variant = _variant(tmp_path, "noting", BranchNotingEmitter)
+    case = CASES["nested_cond"]("cpu")
+    fast = Templates(variant=variant)
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    (mine / "function.py.j2").write_text(
+        '{% extends "stitchgen/variants/noting/function.py.j2" %}\n'
+    )
+    code = stitchgen.generate(case.gm, templates=fast).code
+    assert code.count("# a branch") == 2
+    assert stitchgen.generate(case.gm, templates=Templates(mine, variant=variant)).code == code
+    assert fast.check().problems == []
+
+
+def test_check_names_where_a_variants_two_paths_differ(tmp_path):
+    variant = _variant(tmp_path, "call_only", CallOnlyEmitter)
+    problems = Templates(variant=variant).check().problems
+    assert problems and all(p.file.endswith("function.py.j2") for p in problems)
+    first = problems[0].message
+    assert "writes line 15 of a program holding every statement kind" in first
+    assert 'print("submod_0")' in first
+    assert "on the fast path (CallOnlyEmitter)" in first and "through its templates" in first

@@ -161,18 +161,25 @@ def check_sources(
     sources: Sequence[Source],
     problems: list[Problem],
     lenient: frozenset[str] | None = None,
+    kinds: frozenset[str] = frozenset(),
 ) -> None:
     """Each top-level block of the user's ``sources`` that its base chain
-    does not render, then the names and attributes of every block (a walk
-    of the effective templates)."""
+    does not render (but a kind of yours's, in ``function.py.j2``: ``kinds``
+    names them), then the names and attributes of every block (a walk of
+    the effective templates)."""
     for source in sources:
         if source.extends is not None:
-            _unknown_blocks(library, variant, source, problems)
+            known = kinds if source.name == ENTRIES[1] else frozenset()
+            _unknown_blocks(library, variant, source, problems, known)
     layouts(library, variant, problems, lenient)
 
 
 def _unknown_blocks(
-    library: Library, variant: str | None, source: Source, problems: list[Problem]
+    library: Library,
+    variant: str | None,
+    source: Source,
+    problems: list[Problem],
+    kinds: frozenset[str] = frozenset(),
 ) -> None:
     try:
         parents = library.chain(source.extends or "")
@@ -182,7 +189,7 @@ def _unknown_blocks(
     base = parents[0].name
     for block in source.top:
         name = block.name
-        if name in placed:
+        if name in placed or name in kinds:  # (a kind's: rendered by name, at its statements)
             continue
         definer = next((s for s in parents if name in s.blocks), None)
         if definer is not None:
@@ -221,13 +228,20 @@ def _elsewhere(library: Library, variant: str | None, source: Source, name: str)
 
 
 def check_templates(
-    env: jinja2.Environment, dirs: Sequence[str], variant: str | None, *, known: bool = True
+    env: jinja2.Environment,
+    dirs: Sequence[str],
+    variant: str | None,
+    *,
+    known: bool = True,
+    kinds: Sequence[str] = (),
 ) -> TemplateReport:
     """Every check of the templates in ``dirs`` (rendered through ``env``,
     with ``variant``): the problems, and the stale overrides where a
     directory has a lock. ``known=False`` where the project's own filters
     and globals are not in ``env`` (the command line): a filter or name
-    that is not close to one of stitchgen's is then taken for the project's."""
+    that is not close to one of stitchgen's is then taken for the project's.
+    ``kinds``: the blocks of the statement kinds of yours (``Templates(kinds=)``),
+    which ``function.py.j2`` renders by name, with their ``before_``/``after_``."""
     library = Library(env, dirs)
     problems: list[Problem] = []
     sources = user_sources(library, problems)
@@ -238,5 +252,6 @@ def check_templates(
         lenient = frozenset(n for w in walks for p in w.placements.values() for n in p.scope)
         lenient -= frozenset(env.globals)
     if not problems:  # the rest reads templates that must load and parse
-        check_sources(library, variant, sources, problems, lenient)
+        named = frozenset(f"{part}{k}" for k in kinds for part in ("", "before_", "after_"))
+        check_sources(library, variant, sources, problems, lenient, named)
     return TemplateReport(problems, stale(library, dirs))

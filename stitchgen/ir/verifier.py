@@ -22,6 +22,7 @@ from . import (
     SubmodRef,
     TargetRef,
     Unbox,
+    While,
     deletes,
     map_expr,
     map_stmt,
@@ -178,7 +179,7 @@ class _Scope:
                 exits = self.body(body, set(live), f"{where}{name}.", stmt, role)
                 for bound in self.seen - before:
                     self.inside[bound] = f"the {name} of {where[:-1]} ({type(stmt).__name__})"
-                if role == "loop" and exits is None:
+                if isinstance(stmt, While) and exits is None:  # (a LOOP of yours may run out)
                     self.fail(f"{where[:-1]} ({type(stmt).__name__}): its {name} never breaks")
                 after |= exits or set()
         return after
