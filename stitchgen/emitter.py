@@ -578,8 +578,10 @@ class Emitter:
 
     def break_(self, stmt: Any, indent: str) -> None:
         """``if not test: break`` (the ``break`` block)."""
-        inner = indent + INDENT
-        self.line(f"{indent}if not {self.writer.atom_source(stmt.test)}:")
+        inner, test = indent + INDENT, self.writer.atom_source(stmt.test)
+        if stmt.check:  # the test through the operator's refusal
+            test = f"{self.writer.atom_source(stmt.check[0])}({self.writer.source(stmt.test)})"
+        self.line(f"{indent}if not {test}:")
         if stmt.copies:  # the loop ran no iteration: copies, as while_loop's
             self.line(f"{inner}if {self.writer.atom_source(stmt.first[0])}:")
             for name in map(self.writer.source, stmt.copies):
@@ -607,7 +609,7 @@ class Emitter:
     ) -> None:
         """``targets`` tied to ``operands`` for their gradients, under grad
         mode only (:attr:`~stitchgen.ir.Rebind.tied`); ``copy``: copied (a
-        loop's carried values: :func:`stitchgen.gradients.tie`)."""
+        loop's carried values: :func:`stitchgen.runtime.tie`)."""
         if not targets:
             return  # (nothing to tie)
         w, inner = self.writer, indent + INDENT

@@ -523,7 +523,7 @@ def probe(convention: str = "closure") -> Program:
     )
     entry = ir.Function("execution_fn", (ir.Param("x"), ir.Param("flag")), body)
     submods = (ir.SubmodDecl("call_submod_1", "submod_1"),)
-    imports = ("operator", "stitchgen.gradients", "torch")
+    imports = ("operator", "stitchgen.runtime", "torch")
     return ir.Program(
         "execution_fn", "bind", imports, submods, (), (inner, entry), convention=convention
     )

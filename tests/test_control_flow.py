@@ -106,6 +106,11 @@ def test_what_while_loop_refuses_the_program_refuses_where_the_graph_tells():
     numeric = _loop(lambda g, i, v: g.call_function(torch.sub, (i, 1)), _step, ("i", "v"))
     with pytest.raises(RuntimeError, match="cond_fn must return a boolean"):
         numeric(torch.tensor(2), torch.ones(2))
+    ours = stitchgen.compile(numeric)  # no metadata: the code checks it, as the operator does
+    with pytest.raises(RuntimeError, match="cond_fn must return a boolean scalar tensor or a"):
+        ours(torch.tensor(2), torch.ones(2))
+    told = _loop(_gt, _step, ("i", "v"), {"test": torch.empty((), dtype=torch.bool)})
+    assert "runtime.condition" not in stitchgen.generate(told).code  # metadata: no check
     numeric = _loop(
         lambda g, i, v: g.call_function(torch.sub, (i, 1)), _step, ("i", "v"), {"test": count}
     )
@@ -242,7 +247,7 @@ def test_an_arm_that_reads_every_operand_into_every_output_is_not_tied():
     assert "is_grad_enabled" not in plain and "import stitchgen" not in plain
     compared = _pair(_on(torch.mul, "a", "b"), lambda g, a, b: _compared(g, a, b))
     tied = stitchgen.generate(_choice(READ_BOTH, compared)).code
-    assert tied.count("stitchgen.gradients.tie(") == 1  # the arm that compares
+    assert tied.count("stitchgen.runtime.tie(") == 1  # the arm that compares
     assert tied.count("if torch.is_grad_enabled():") == 1
 
 
@@ -254,7 +259,7 @@ def _compared(g, a, b):
 
 
 def test_under_no_grad_the_tie_is_never_called(monkeypatch):
-    import stitchgen.gradients
+    import stitchgen.runtime
 
     gm = _choice(READ_A, PASS_B)
     fn = stitchgen.compile(gm)
@@ -262,7 +267,7 @@ def test_under_no_grad_the_tie_is_never_called(monkeypatch):
     def refused(*args, **kwargs):
         raise AssertionError("tie called")
 
-    monkeypatch.setattr(stitchgen.gradients, "tie", refused)
+    monkeypatch.setattr(stitchgen.runtime, "tie", refused)
     x = torch.ones(2, requires_grad=True)
     for context in (torch.no_grad, torch.inference_mode):
         with context():

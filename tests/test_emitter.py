@@ -155,6 +155,7 @@ FLAT = st.one_of(
     st.builds(ir.Del, st.lists(IDENTS, min_size=1, max_size=14).map(tuple)),
     # the shapes the lowering gives them: names and literals
     st.builds(ir.Break, IDENTS.map(ir.Name)),
+    st.builds(lambda test: ir.Break(test, check=(ir.CONDITION,)), IDENTS.map(ir.Name)),
     st.builds(
         ir.Rebind,
         st.lists(IDENTS, min_size=1, max_size=4).map(tuple),

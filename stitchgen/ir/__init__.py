@@ -484,20 +484,29 @@ class Break(Node):
     when it runs no iteration (nothing the caller holds comes back, to be
     written after): ``first`` (one expression) holds on the first test
     only (``if first: v = v.clone()``); a carried bool, True before the
-    loop, that the loop's :class:`Rebind` makes False."""
+    loop, that the loop's :class:`Rebind` makes False. Where it has
+    ``check`` (a function: :data:`CONDITION`), the test goes through it
+    first (``if not check(test):``): what refuses a value the operator
+    refuses, where the graph does not tell the test's type."""
 
     test: Expr = field(metadata=EXPR)
     first: tuple[Expr, ...] = field(default=(), metadata=EXPRS)
     copies: tuple[Expr, ...] = field(default=(), metadata=EXPRS)
+    check: tuple[Expr, ...] = field(default=(), metadata=EXPRS)
     template: ClassVar[str] = "break"
 
     def __init__(
-        self, test: Expr, first: tuple[Expr, ...] = (), copies: tuple[Expr, ...] = ()
+        self,
+        test: Expr,
+        first: tuple[Expr, ...] = (),
+        copies: tuple[Expr, ...] = (),
+        check: tuple[Expr, ...] = (),
     ) -> None:
         d = self.__dict__
         d["test"] = test
         d["first"] = first
         d["copies"] = copies
+        d["check"] = check
 
 
 @record
@@ -507,8 +516,8 @@ class Rebind(Node):
     arm; a :class:`While`'s carried values, bound again by each iteration.
     Where it has ``tied`` (the operands of the ``cond`` an arm belongs to),
     the targets are then tied to them under grad mode (``if
-    torch.is_grad_enabled():`` ``a, b = stitchgen.gradients.tie(a, b, x, y,
-    outputs=2)``: :mod:`stitchgen.gradients`), so each operand gets the
+    torch.is_grad_enabled():`` ``a, b = stitchgen.runtime.tie(a, b, x, y,
+    outputs=2)``: :mod:`stitchgen.runtime`), so each operand gets the
     operator's gradient, zeros where the arm never reads it."""
 
     targets: tuple[str, ...] = field(metadata=REBINDS)
@@ -526,9 +535,11 @@ class Rebind(Node):
 
 
 #: what a tie calls (:attr:`Rebind.tied`, :attr:`While.tied`): grad mode's
-#: test, and :func:`stitchgen.gradients.tie`; the lowering imports their modules
+#: test, and :func:`stitchgen.runtime.tie`; the lowering imports their modules
 GRAD_MODE = GlobalRef("torch", "is_grad_enabled")
-TIE = GlobalRef("stitchgen.gradients", "tie")
+TIE = GlobalRef("stitchgen.runtime", "tie")
+#: what a loop's test goes through where its type is not known (:attr:`Break.check`)
+CONDITION = GlobalRef("stitchgen.runtime", "condition")
 
 Stmt = Assign | Call | UnpackCall | GetItem | Del | Return | Unbox | If | While | Break | Rebind
 #: what a function's body holds after its opening (:attr:`Function.statements`)
@@ -1005,16 +1016,19 @@ __all__ = [
     "BRANCH",
     "CARRIES",
     "CLASSES",
+    "CONDITION",
     "CONSUMES",
     "DELETES",
     "EXPR",
     "EXPRS",
+    "GRAD_MODE",
     "KWARGS",
     "LOOP",
     "PAIRS",
     "REBINDS",
     "TARGET",
     "TARGETS",
+    "TIE",
     "Assign",
     "Break",
     "Call",

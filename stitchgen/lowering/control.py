@@ -34,11 +34,13 @@ import torch.fx as fx
 from ..errors import CodegenError, a_or_an
 from ..identifiers import Namespace
 from ..ir import (
+    CONDITION,
     GRAD_MODE,
     TIE,
     Assign,
     Break,
     Expr,
+    GlobalRef,
     If,
     ListExpr,
     Literal,
@@ -126,7 +128,8 @@ def plan_for(lowerer: Any, gm: fx.GraphModule, node: fx.Node) -> Plan | str:
 def _refuse_loop(node: fx.Node, subgraphs: tuple[_Subgraph, ...], carried: int) -> None:
     """What ``while_loop`` refuses at run time that its graph tells: a body
     giving another number of values than it carries, a condition that is
-    no boolean scalar (where its FX metadata says what it is)."""
+    no boolean scalar (where its FX metadata says what it is; where it does
+    not, the code checks it: :func:`_told`)."""
     (test_attr, test_gm), (body_attr, body_gm) = subgraphs
     gives = _shape(body_gm)
     if gives != carried:
@@ -145,6 +148,13 @@ def _refuse_loop(node: fx.Node, subgraphs: tuple[_Subgraph, ...], carried: int) 
             "tensor or a bool: the operator refuses it at run time",
             node,
         )
+
+
+def _told(test_gm: fx.GraphModule) -> bool:
+    """Does a loop's condition graph tell its value's type (FX metadata, or
+    a literal)? Else the code checks it each time (:data:`~stitchgen.ir.CONDITION`)."""
+    out = test_gm.graph.find_nodes(op="output")[0].args[0]
+    return _example(out[0] if type(out) is tuple else out) is not None
 
 
 def _example(arg: Any) -> Any:
@@ -235,6 +245,7 @@ def lower_flow(
         return Name(local)  # (read by no node where the call unpacks)
     targets = _targets(node, plan.width, names, local, inlined, absorbed)
     tensors = _tensors(plan.operands, operands)  # what a tie ties the outputs to
+    checked: tuple[GlobalRef, ...] = ()  # a loop's condition, where its type is not told
     if plan.kind == "cond":
         ties = [tensors if _loose(child, operands, tensors) else () for _, child in plan.subgraphs]
         arms = []
@@ -253,7 +264,8 @@ def lower_flow(
         test = lowerer.statements(test_gm, f"{prefix}{test_attr}.", {}, loop, names, None, inputs)
         copies = tuple(Name(targets[i]) for i in _copies(node, plan))
         flag = (names.create("first"),) if copies else ()  # True until an iteration ends
-        loop.append(Break(_items(test, 1)[0], tuple(map(Name, flag)), copies))
+        checked = () if _told(test_gm) else (CONDITION,)
+        loop.append(Break(_items(test, 1)[0], tuple(map(Name, flag)), copies, checked))
         out = lowerer.statements(body_gm, f"{prefix}{body_attr}.", {}, loop, names, None, inputs)
         false = (Literal(False),) if flag else ()
         loop.append(Rebind((*targets, *flag), (*_items(out, carried), *false)))
@@ -262,9 +274,9 @@ def lower_flow(
         others = tuple(e for e in tensors if e not in operands[:carried])
         ties = [(*inputs[:carried], *others)] if tensors else []  # the carried values, tied
         body.append(While((*targets, *flag), tuple(loop), ties[0] if ties else ()))
-    if any(ties):  # a tie's text: torch.is_grad_enabled(), stitchgen.gradients.tie
-        lowerer.decls.imports.update((GRAD_MODE.module, TIE.module))
-        lowerer.decls.reserved.update(r.module.partition(".")[0] for r in (GRAD_MODE, TIE))
+    runtime = [*checked, *((GRAD_MODE, TIE) if any(ties) else ())]  # what the code calls
+    lowerer.decls.imports.update(r.module for r in runtime)
+    lowerer.decls.reserved.update(r.module.partition(".")[0] for r in runtime)
     if plan.width is None:
         return Name(targets[0])
     return TupleExpr(tuple(Name(t) for t in targets))

@@ -1,20 +1,25 @@
-"""What lowered control flow calls under grad mode: its outputs tied to its
-operands, as ``cond``'s and ``while_loop``'s autograd ties them.
+"""What generated code calls at run time, beside the graph's own targets:
+lowered control flow's gradients and refusals, as the operators have them.
+Imported by generated code (never by the rest of stitchgen): it imports
+torch alone.
 
-The operators run as one autograd node each. Every operand that requires
-grad gets a gradient from it, zeros where the path taken never reached it
-(a ``cond``'s branch not taken, an input a loop's body ignores), and every
+:func:`tie` gives the operators' gradients. ``cond`` and ``while_loop`` run
+as one autograd node each. Every operand that requires grad gets a
+gradient from it, zeros where the path taken never reached it (a
+``cond``'s branch not taken, an input a loop's body ignores), and every
 output of a floating type requires grad. Lowered as Python, the same
 computation gives ``None`` for those operands, which an optimizer treats
 differently (momentum and weight decay step on zeros, and skip ``None``).
 :func:`tie` puts the outputs through one node whose backward passes their
 gradients on and gives the operands zeros, which autograd adds to what the
 computation itself gives them: the operator's gradients, from plain code.
-
 The generated code calls it only where grad mode is on (``if
 torch.is_grad_enabled():``), so under ``torch.no_grad()`` and
-``torch.inference_mode()`` it costs that one test. Imported by generated
-code (never by the rest of stitchgen): it imports torch alone.
+``torch.inference_mode()`` it costs that one test.
+
+:func:`condition` refuses what ``while_loop`` refuses of its condition's
+value, where the graph's metadata does not tell its type (the lowering
+refuses the rest when it makes the program).
 """
 
 from __future__ import annotations
@@ -23,7 +28,26 @@ from typing import Any
 
 import torch
 
-__all__ = ["tie"]
+__all__ = ["condition", "tie"]
+
+
+def condition(value: Any) -> Any:
+    """``value``, a ``while_loop`` condition's, if the operator takes it (a
+    bool, or a boolean tensor of no dimension); else the ``RuntimeError``
+    the operator raises.
+
+    >>> condition(True), condition(torch.tensor(False))
+    (True, tensor(False))
+    >>> condition(torch.tensor([True]))
+    Traceback (most recent call last):
+    ...
+    RuntimeError: cond_fn must return a boolean scalar tensor or a boolean but got tensor([True])
+    """
+    if isinstance(value, (bool, torch.SymBool)) or (
+        isinstance(value, torch.Tensor) and value.dtype == torch.bool and value.dim() == 0
+    ):
+        return value
+    raise RuntimeError(f"cond_fn must return a boolean scalar tensor or a boolean but got {value}")
 
 
 def tie(*values_and_operands: Any, outputs: int, copy: bool = False) -> tuple[Any, ...]:
