@@ -573,7 +573,7 @@ class Emitter:
             count, most = 0, min(len(stmt.tied), len(stmt.carried))
             while count < most and stmt.tied[count] == Name(stmt.carried[count]):
                 count += 1
-            self.tie(stmt.carried[:count], stmt.tied[count:], indent, copy=True)
+            self.tie(stmt.carried[:count], stmt.tied[count:], indent, copy=stmt.copy)
         self.line(f"{indent}while True:")
 
     def break_(self, stmt: Any, indent: str) -> None:

@@ -312,6 +312,42 @@ def test_a_while_loop_gives_the_operators_gradients_where_it_runs():
     assert [g.tolist() for g in operator_s] == [[0.5, 0.5], [2.0, 2.0]]  # its one-step artefact
 
 
+def test_a_loop_inside_a_branch_hands_back_what_the_operator_does_under_grad():
+    """Under grad the outermost operator copies a loop's carried values, but
+    it runs a loop in its branch without grad, which then hands back its
+    input itself (passed through): the code's nested loop does not copy."""
+
+    def arm(g):
+        a, b = g.placeholder("a"), g.placeholder("b")
+        args = (g.get_attr("t"), g.get_attr("s"), (b, a), ())
+        return (
+            g.call_function(operator.getitem, (g.call_function(HIGHER_ORDER.while_loop, args), 1)),
+        )
+
+    looping = graph_module(
+        {
+            "t": _loop_sub(_gt),
+            "s": _loop_sub(lambda g, i, v: (g.call_function(torch.sub, (i, 1)), v)),
+        },
+        arm,
+    )
+
+    def build(g):
+        x, i, p = g.placeholder("x"), g.placeholder("i"), g.placeholder("p")
+        picked = g.call_function(HIGHER_ORDER.cond, (p, g.get_attr("t"), g.get_attr("f"), (x, i)))
+        return (g.call_function(operator.getitem, (picked, 0)),)
+
+    def other(g):
+        a, _ = g.placeholder("a"), g.placeholder("b")
+        return (g.call_function(torch.sin, (a,)),)
+
+    gm = graph_module({"t": looping, "f": graph_module({}, other)}, build)
+    fn = stitchgen.compile(gm)
+    assert "copy=True" not in stitchgen.generate(gm).code
+    for p in (True, False):
+        assert_runs_same(fn, gm, (torch.ones(2, requires_grad=True), torch.tensor(2), p))
+
+
 def _loop_sub(out, val=None):
     """A loop's subgraph: (i, v) in, what ``out`` builds out (its metadata ``val``)."""
 

@@ -458,21 +458,29 @@ class While(Node):
     (``while_loop``'s); after the loop they hold the last. Where it has
     ``tied`` (the first carried values, each a :class:`Name`, then the
     loop's other operands), those values are tied to the operands before
-    the loop, under grad mode only, as a :class:`Rebind`'s targets are, and
-    copied (under grad, ``while_loop`` hands back no input as it is)."""
+    the loop, under grad mode only, as a :class:`Rebind`'s targets are;
+    ``copy``: as copies (under grad, ``while_loop`` hands back no input as
+    it is; inside another operator's subgraph it runs without grad, and
+    does)."""
 
     carried: tuple[str, ...] = field(metadata=CARRIES)
     body: tuple[Stmt, ...] = field(metadata=LOOP)
     tied: tuple[Expr, ...] = field(default=(), metadata=EXPRS)
+    copy: bool = False
     template: ClassVar[str] = "while"
 
     def __init__(
-        self, carried: tuple[str, ...], body: tuple[Stmt, ...], tied: tuple[Expr, ...] = ()
+        self,
+        carried: tuple[str, ...],
+        body: tuple[Stmt, ...],
+        tied: tuple[Expr, ...] = (),
+        copy: bool = False,
     ) -> None:
         d = self.__dict__
         d["carried"] = carried
         d["body"] = body
         d["tied"] = tied
+        d["copy"] = copy
 
 
 @record

@@ -273,7 +273,8 @@ def lower_flow(
         body.extend(Assign(t, Literal(True)) for t in flag)
         others = tuple(e for e in tensors if e not in operands[:carried])
         ties = [(*inputs[:carried], *others)] if tensors else []  # the carried values, tied
-        body.append(While((*targets, *flag), tuple(loop), ties[0] if ties else ()))
+        copy = not inlined  # (inside another operator's subgraph it runs without grad)
+        body.append(While((*targets, *flag), tuple(loop), ties[0] if ties else (), copy))
     runtime = [*checked, *((GRAD_MODE, TIE) if any(ties) else ())]  # what the code calls
     lowerer.decls.imports.update(r.module for r in runtime)
     lowerer.decls.reserved.update(r.module.partition(".")[0] for r in runtime)
