@@ -110,6 +110,7 @@ def test_two_independent_traces_give_identical_code():
     assert first == second
 
 
+@pytest.mark.slow  # fresh processes, one per hash seed: about 4.5 s
 def test_code_is_identical_across_processes_and_hash_seeds():
     script = (
         "import stitchgen\n"

@@ -112,6 +112,7 @@ def _fake_vllm(tmp_path, *, version="0.34.0", codegen=FAKE_API, envs=FAKE_ENVS):
     return {"PYTHONPATH": os.pathsep.join([str(tmp_path), *sys.path])}
 
 
+@pytest.mark.slow  # fresh processes with torch: about 5 s
 def test_on_the_compile_cache_key_holds_the_plugin_and_its_templates(tmp_path):
     env = _fake_vllm(tmp_path)
     off = json.loads(_registered_twice(PRINT_FACTORS, env).stdout)
