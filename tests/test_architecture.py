@@ -211,3 +211,10 @@ def test_stitchgen_never_imports_pytest_but_its_plugin():
             if isinstance(node, ast.ImportFrom) and not node.level
         }
         assert "pytest" not in imported, name
+
+
+def test_what_generated_code_imports_of_stitchgen_imports_nothing_of_it():
+    """``stitchgen.runtime`` loads with an artifact's code: torch alone, no
+    other module of the package (nor its lazy door's imports)."""
+    assert GRAPH["stitchgen.runtime"] == set()
+    assert _imports_torch_fx("stitchgen.runtime")
