@@ -46,10 +46,10 @@ class _Builder:
     """One graph being drawn: its attributes (the subgraphs it reaches) and a
     counter naming them apart."""
 
-    def __init__(self, draw: st.DrawFn, subgraphs: bool = True) -> None:
+    def __init__(self, draw: st.DrawFn, subgraphs: bool = True, loops: bool = True) -> None:
         self.draw = draw
         self.count = 0
-        self.subgraphs = subgraphs
+        self.flows = ["cond", *(["while"] if loops else []), *(["subgraph"] if subgraphs else [])]
 
     def module(self, graph: fx.Graph, attrs: dict[str, Any]) -> fx.GraphModule:
         with _use_lazy_graph_module(True):
@@ -67,8 +67,7 @@ class _Builder:
     ) -> None:  # fmt: skip
         """Random nodes appended to ``graph``, their values to ``pool``."""
         draw = self.draw
-        flows = ["cond", "while", "subgraph"] if self.subgraphs else ["cond", "while"]
-        kinds = ["op", "op"] + (flows if depth > 0 else [])
+        kinds = ["op", "op"] + (self.flows if depth > 0 else [])
         for _ in range(draw(st.integers(1, 4))):
             kind = draw(st.sampled_from(kinds))
             if kind == "op":
@@ -137,13 +136,13 @@ class _Builder:
 
 @st.composite
 def control_flow_graphs(
-    draw: st.DrawFn, depth: int = 3, writes: bool = True, subgraphs: bool = True
+    draw: st.DrawFn, depth: int = 3, writes: bool = True, subgraphs: bool = True, loops: bool = True
 ) -> Drawn:
     """A graph; ``writes``: with in-place ops after the control flow (which
     autograd refuses on what a tie or the operator hands back as a view);
     ``subgraphs``: with ``invoke_subgraph`` (whose backward run eagerly
-    torch refuses)."""
-    builder = _Builder(draw, subgraphs)
+    torch refuses); ``loops``: with ``while_loop``."""
+    builder = _Builder(draw, subgraphs, loops)
     graph, attrs = fx.Graph(), {}
     pool = [graph.placeholder("x"), graph.placeholder("y")]
     context = [graph.placeholder(name) for name in CONTEXT]

@@ -11,6 +11,7 @@ import pytest
 import torch.fx as fx
 from builders import SHAPES
 from control_flow_graphs import control_flow_graphs
+from golden_cases import loops_run_under_grad
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from oracle import assert_runs_same, assert_same
@@ -92,7 +93,9 @@ def test_random_control_flow_graphs_match_the_interpreter_on_every_path(drawn, t
 
 @pytest.mark.slow  # the operators trace their branches under grad: about 0.5 s a graph
 @settings(FUZZ, max_examples=max(1, EXAMPLES // 5))
-@given(control_flow_graphs(depth=2, writes=False, subgraphs=False))
+@given(  # (loops: where torch's own while_loop, the oracle, runs under grad without metadata)
+    control_flow_graphs(depth=2, writes=False, subgraphs=False, loops=loops_run_under_grad())
+)
 def test_random_control_flow_graphs_give_the_operators_gradients_on_every_path(drawn):
     """With ``x`` and ``y`` requiring grad: the same outputs require grad and
     every input gets the same gradient (zeros where a path never reads it),
