@@ -479,9 +479,10 @@ def render(
 
 
 def probe(convention: str = "closure") -> Program:
-    """A small program holding every statement kind of the IR's, at depth:
-    a piece called inlined and bound, a getitem, a branch whose arm is tied,
-    a loop with its break, the frees and the return — what
+    """A small program holding every statement kind a body holds
+    (``ir.BodyStmt``), at depth: a piece called inlined and bound, a
+    getitem, a branch whose arm is tied, a loop with its break, the frees
+    and the return — what
     :meth:`Templates.check` renders both ways for a variant of yours (no
     graph: rendering sits below the lowering)."""
     from . import ir

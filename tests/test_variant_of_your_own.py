@@ -4,16 +4,19 @@ node name before calling it, templates that extend the built-ins) renders on
 the fast path and through Jinja alike, passes the template checks, and runs
 equal to the ``GraphModule``, with no other file of the package touched."""
 
+import typing
+
 import pytest
 from golden_cases import CASES
 from oracle import assert_runs_same
 
 import stitchgen
-from stitchgen import Templates
+from stitchgen import Templates, ir
 from stitchgen.conventions import Convention
 from stitchgen.emitter import Emitter, Variant
 from stitchgen.errors import TemplateDirError
 from stitchgen.literals import literal_source
+from stitchgen.rendering import probe
 
 
 class PrintingEmitter(Emitter):
@@ -144,3 +147,10 @@ def test_check_names_where_a_variants_two_paths_differ(tmp_path):
     assert "writes line 15 of a program holding every statement kind" in first
     assert 'print("submod_0")' in first
     assert "on the fast path (CallOnlyEmitter)" in first and "through its templates" in first
+
+
+def test_the_program_check_renders_both_ways_holds_every_kind_a_body_holds():
+    program = probe()
+    ir.verify(program)
+    held = {type(s) for fn in program.functions for s in ir.iter_statements(fn.body)}
+    assert held == set(typing.get_args(ir.BodyStmt))
