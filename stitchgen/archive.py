@@ -25,7 +25,8 @@ nothing but the constants (weights-only), reads the others back from their
 checked source forms, and runs the stored module — our
 template's imports and function definitions. It refuses a truncated,
 corrupted, edited or version-mismatched artifact, and a module to import
-that is not already imported (unless allowed), before executing anything.
+that is not already imported (unless allowed; :mod:`stitchgen.runtime`,
+which lowered control flow calls, always is), before executing anything.
 """
 
 from __future__ import annotations
@@ -51,6 +52,10 @@ from .errors import ArtifactError, a_or_an
 from .portable import check_forms, missing_modules, read_consts, write_consts
 from .torch_versions import torch_version
 from .version import __version__
+
+#: the module generated code imports of stitchgen's (:mod:`stitchgen.runtime`):
+#: an artifact may import it, as it may import torch
+RUNTIME = "stitchgen.runtime"
 
 if TYPE_CHECKING:
     from .conventions import Linkage
@@ -302,7 +307,7 @@ def open_artifact(root: Path, key: bytes | None, allow_imports: Iterable[str]) -
         raise ArtifactError(f"artifact {root}: consts.json is corrupt ({exc})") from None
     except ArtifactError as exc:
         raise ArtifactError(f"artifact {root}: {exc}") from None
-    allowed = set(allow_imports)
+    allowed = {*allow_imports, RUNTIME}  # (ours: what lowered control flow calls, torch alone)
     missing = [m for m in manifest.get("imports", []) if m not in sys.modules and m not in allowed]
     missing += [m for m in missing_modules(forms, allowed) if m not in missing]
     if missing:

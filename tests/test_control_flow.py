@@ -266,6 +266,28 @@ def _compared(g, a, b):
     return g.call_function(torch.mul, (a, positive))
 
 
+@pytest.mark.slow  # a fresh process: about 2 s
+def test_an_artifact_with_ties_loads_in_a_fresh_process_and_gives_the_gradients(tmp_path):
+    """The code imports ``stitchgen.runtime``, which a fresh process has not
+    imported: loading it needs no ``allow_imports`` (it is stitchgen's own)."""
+    from stitchgen import archive
+
+    assert archive.RUNTIME == ir.TIE.module == ir.CONDITION.module
+    stitchgen.generate(_choice(READ_A, PASS_B)).save(tmp_path / "tied")
+    script = textwrap.dedent(
+        f"""
+        import torch, stitchgen
+        fn = stitchgen.load_artifact({str(tmp_path / "tied")!r})
+        x, y = torch.ones(2, requires_grad=True), torch.ones(2, requires_grad=True)
+        out = fn(x, y, True)
+        print(torch.autograd.grad(out[0].sum() + out[1].sum(), (x, y))[1].tolist())
+        """
+    )
+    ran = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
+    assert ran.returncode == 0, ran.stderr
+    assert ran.stdout.split() == ["[0.0,", "0.0]"]
+
+
 def test_under_no_grad_the_tie_is_never_called(monkeypatch):
     import stitchgen.runtime
 
