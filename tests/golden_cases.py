@@ -507,20 +507,13 @@ HIGHER_ORDER = torch.ops.higher_order
 @functools.cache
 def loops_run_under_grad() -> bool:
     """Does this torch's ``while_loop`` run eagerly under grad on a graph
-    without FX metadata, the oracle's side of a gradient test? (torch 2.13
-    does; 2.11 asks each node for its ``example_value``: KeyError.)"""
-
-    def test(g: fx.Graph) -> Any:
-        i, _ = g.placeholder("i"), g.placeholder("v")
-        return g.call_function(operator.lt, (i, 1))
-
-    def step(g: fx.Graph) -> Any:
-        i, v = g.placeholder("i"), g.placeholder("v")
-        return (g.call_function(torch.add, (i, 1)), g.call_function(torch.mul, (v, 2)))
-
+    without FX metadata (:func:`while_loop_counter`'s), the oracle's side of
+    a gradient test? (torch 2.13 does; 2.11 asks each node for its
+    ``example_value``: KeyError.)"""
+    case = while_loop_counter("cpu")
+    x, n = case.inputs
     try:
-        carried = (torch.tensor(0), torch.ones(1, requires_grad=True))
-        HIGHER_ORDER.while_loop(graph_module({}, test), graph_module({}, step), carried, ())
+        case.gm(x.clone().requires_grad_(), n)
     except (KeyError, RuntimeError):
         return False
     return True
