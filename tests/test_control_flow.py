@@ -894,26 +894,24 @@ def test_a_branchs_nodes_are_named_apart_from_the_functions():
     assert code.count("def inlined_submod_0(") == 1 and "getitem_3" in code
 
 
-class _WeightInBranch(torch.nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.lin = torch.nn.Linear(4, 4)
+class _Mapped(torch.nn.Module):
+    def forward(self, xs):
+        from torch._higher_order_ops.map import map as mapped
 
-    def forward(self, x):
-        return torch.cond(x.sum() > 0, lambda t: self.lin(t), lambda t: t * 2, (x,))
+        return mapped(lambda x: x.sin() * 2, xs)
 
 
 def test_an_operator_left_as_a_call_is_said_with_why():
     """A warning of a public class names the node and the reason; each
     distinct message once, by Python's default filter."""
-    gm = torch.export.export(_WeightInBranch(), (torch.randn(4),)).module()
+    gm = torch.export.export(_Mapped(), (torch.randn(3, 4),)).module()
     with pytest.warns(stitchgen.LeftAsCallWarning) as said:
         generated = stitchgen.generate(gm)
     (warning,) = said
     message = str(warning.message)
-    assert message.startswith("node 'cond' (op call_function")
-    assert "cond is called as the operator" in message and "a module attribute" in message
-    assert "cond" in generated.code and "if " not in generated.code  # the operator, bound
+    assert message.startswith("node 'map_impl' (op call_function")
+    assert "map_impl is called as the operator" in message and "lowers cond, " in message
+    assert "const_map_impl(" in generated.code  # the operator, bound
     with warnings.catch_warnings(record=True) as again:
         warnings.simplefilter("default")
         stitchgen.generate(gm)

@@ -668,10 +668,15 @@ class Lowerer:
 
     def feeds_flow(self, gm: fx.GraphModule, node: fx.Node) -> bool:
         """Is the ``get_attr`` ``node`` a subgraph read only by operators
-        lowered as code (it is then no binding of the code's)?"""
+        lowered as code (it is then no binding of the code's)? A weight or
+        buffer such an operator reads as an operand stays one."""
         users = node.users
-        return bool(users) and all(
-            u.op == "call_function" and _is_hop(u.target) and self.flows(gm, u) for u in users
+        return (
+            bool(users)
+            and all(
+                u.op == "call_function" and _is_hop(u.target) and self.flows(gm, u) for u in users
+            )
+            and self.subgraph(gm, node) is not None
         )
 
     def placeholder(self, node: fx.Node, env: dict[fx.Node, Expr]) -> Param:

@@ -110,8 +110,6 @@ def plan_for(lowerer: Any, gm: fx.GraphModule, node: fx.Node) -> Plan | str:
             "it is in a form stitchgen does not lower (another signature, a subgraph with hooks "
             "or a calling convention of its own, a list output)"
         )
-    if any(_attribute(a) for a in plan.operands):  # its get_attr must stay a binding
-        return "an operand is a module attribute (a weight or buffer its subgraphs read)"
     if any(_sequence(a) for a in plan.operands):
         return "an operand is a tuple or a list"
     for operand in plan.operands:
