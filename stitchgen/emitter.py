@@ -44,9 +44,14 @@ from .conventions import CLOSURE, CONVENTIONS, VLLM, Convention
 from .errors import TemplateError
 from .identifiers import NotAnIdentifier, checked, is_identifier
 from .ir import (
+    ARITHMETIC,
+    COMPARISONS,
+    ERRORS,
     GRAD_MODE,
     STATEMENTS,
     TIE,
+    BinOp,
+    Compare,
     ConstRef,
     DictExpr,
     Function,
@@ -58,6 +63,7 @@ from .ir import (
     Name,
     Param,
     Program,
+    Size,
     SliceExpr,
     SubmodRef,
     TargetRef,
@@ -103,6 +109,10 @@ __all__ = [
 # How a binding is spelled depends on the calling convention: by its closure
 # name (``call_submod_1``) by default, or by index (``__vllm_submods__[0]``)
 # in the ``vllm`` variant. :class:`Writer` holds those spellings.
+
+
+#: how tightly an arithmetic operator binds (Python's order)
+_PRECEDENCE = {"+": 1, "-": 1, "*": 2, "//": 2, "%": 2}
 
 
 def _is_none(e: Any) -> bool:
@@ -162,7 +172,28 @@ class Writer:
             if is_identifier(e.method):
                 return f"{self.atom_source(e.receiver)}.{e.method}"
             return f"getattr({self.source(e.receiver)}, {literal_source(e.method)})"
+        if isinstance(e, (Compare, BinOp)):
+            ops = COMPARISONS if isinstance(e, Compare) else ARITHMETIC
+            if e.op not in ops:
+                raise ValueError(f"{type(e).__name__} has no operator {e.op!r}: {sorted(ops)}")
+            return f"{self._operand(e.left, e, 0)} {e.op} {self._operand(e.right, e, 1)}"
+        if isinstance(e, Size):
+            return f"{self.atom_source(e.value)}.size()[{int(e.dim)}]"
         raise TypeError(f"cannot render {type(e).__name__} as an expression")
+
+    def _operand(self, e: Any, parent: Compare | BinOp, right: int) -> str:
+        """``e`` as the left (``right`` 0) or right operand of ``parent``:
+        bracketed where Python's precedence would read it otherwise (a
+        comparison in anything; a sum in a product; a right operand of
+        the same precedence)."""
+        text = self.source(e)
+        if isinstance(e, Compare):
+            return f"({text})"
+        if isinstance(e, BinOp) and isinstance(parent, BinOp):
+            if _PRECEDENCE[e.op] - right >= _PRECEDENCE[parent.op]:
+                return text
+            return f"({text})"
+        return text
 
     def _items(self, items: Sequence[Any]) -> str:
         return ", ".join(self.source(x) for x in items)
@@ -170,7 +201,7 @@ class Writer:
     def atom_source(self, e: Any) -> str:
         """``e`` as something ``[...]``, ``.attr`` or ``(...)`` may follow."""
         text = self.source(e)
-        return f"({text})" if isinstance(e, (Literal, SliceExpr)) else text
+        return f"({text})" if isinstance(e, (Literal, SliceExpr, Compare, BinOp)) else text
 
     def _subscript_item(self, e: Any) -> str:
         if isinstance(e, SliceExpr):
@@ -587,6 +618,18 @@ class Emitter:
             for name in map(self.writer.source, stmt.copies):
                 self.line(f"{inner}{INDENT}{name} = {name}.clone()")
         self.line(f"{inner}break")
+
+    def check(self, stmt: Any, indent: str) -> None:
+        """``if not test:`` / ``raise error(message)`` (the ``check`` block)."""
+        if stmt.error not in ERRORS:
+            raise ValueError(f"a Check raises one of {sorted(ERRORS)}, not {stmt.error!r}")
+        self.line(f"{indent}if not {self.writer.source(stmt.test)}:")
+        inner, head, message = indent + INDENT, f"raise {stmt.error}", literal_source(stmt.message)
+        text = f"{inner}{head}({message})"
+        if self.black and not self.layout.fits(text):
+            self.out.append(self.layout.bracketed(inner, head, "(", [message], ")"))
+        else:
+            self.line(text)
 
     def rebind(self, stmt: Any, indent: str) -> None:
         """``a, b = x, y`` (``a = x`` for one: the ``rebind`` block)."""

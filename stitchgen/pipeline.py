@@ -58,6 +58,18 @@ with paused():  # the compile path's modules (see above)
 __all__ = ["Generated", "Options", "compile", "generate", "lower", "paused"]
 
 
+def graph_of(gm: Any, options: Options) -> fx.GraphModule:
+    """The ``GraphModule`` to lower for ``gm``: itself, or for a
+    ``torch.export.ExportedProgram``, its ``module()`` with export's input
+    checks written as code, unless ``check_inputs=False``
+    (:mod:`stitchgen.exported`, imported only then)."""
+    if isinstance(gm, fx.GraphModule):
+        return gm
+    from .exported import is_exported, unlifted
+
+    return unlifted(gm, checks=options.check_inputs) if is_exported(gm) else gm
+
+
 def lower(
     gm: fx.GraphModule,
     *,
@@ -84,7 +96,7 @@ def lower(
     if rendering:
         raise TypeError(f"lower renders nothing: it takes no {rendering} option")
     chosen = Options(**options)
-    return _lower(gm, chosen, resolved(chosen), names, reserve, convention)
+    return _lower(graph_of(gm, chosen), chosen, resolved(chosen), names, reserve, convention)
 
 
 def _lower(
@@ -132,7 +144,8 @@ def generate(gm: fx.GraphModule, **options: Any) -> Generated:
             return add
     """
     with paused():  # no full collection on our account (see above)
-        return _generate(gm, Options(**options))
+        chosen = Options(**options)
+        return _generate(graph_of(gm, chosen), chosen)
 
 
 def _generate(gm: fx.GraphModule, options: Options) -> Generated:
@@ -218,7 +231,8 @@ def compile(
     tensor([1., 2.])
     """
     with paused():
-        return compile_with(gm, submods, Options(**{"format": False, **options}))
+        chosen = Options(**{"format": False, **options})
+        return compile_with(graph_of(gm, chosen), submods, chosen)
 
 
 def compile_with(

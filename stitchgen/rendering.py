@@ -481,8 +481,8 @@ def render(
 def probe(convention: str = "closure") -> Program:
     """A small program holding every statement kind a body holds
     (``ir.BodyStmt``), at depth: a piece called inlined and bound, a
-    getitem, a branch whose arm is tied, a loop with its break, the frees
-    and the return — what
+    getitem, a branch whose arm is tied, a loop with its break, a check,
+    the frees and the return — what
     :meth:`Templates.check` renders both ways for a variant of yours (no
     graph: rendering sits below the lowering)."""
     from . import ir
@@ -509,6 +509,7 @@ def probe(convention: str = "closure") -> Program:
         ir.Rebind(("i",), (ir.Name("j"),)),
         ir.Del(("j",)),
     )
+    size = ir.Compare(ir.Size(x, 0), "<=", ir.BinOp(ir.Literal(2), "*", ir.Literal(4)))
     body = (
         ir.UnpackCall(("y",), ir.FunctionRef(0, "inlined_submod_0"), (x,), node="submod_0"),
         ir.Call("z", ir.SubmodRef(0, "call_submod_1"), (ir.Name("y"),), node="submod_1"),
@@ -519,6 +520,7 @@ def probe(convention: str = "closure") -> Program:
         ),
         ir.Assign("i", ir.Literal(0)),
         ir.While(("i",), loop, (ir.Name("i"), x)),
+        ir.Check(size, "AssertionError", "Guard failed: x.size()[0] <= 8"),
         ir.Del(("x", "flag", "lt")),
         ir.Return(ir.TupleExpr((ir.Name("c"), ir.Name("w"), ir.Name("i")))),
     )

@@ -28,7 +28,7 @@ from typing import Any
 
 import torch
 
-__all__ = ["condition", "tie"]
+__all__ = ["condition", "inputs", "tie"]
 
 
 def condition(value: Any) -> Any:
@@ -48,6 +48,49 @@ def condition(value: Any) -> Any:
     ):
         return value
     raise RuntimeError(f"cond_fn must return a boolean scalar tensor or a boolean but got {value}")
+
+
+def inputs(
+    args: tuple[Any, ...],
+    kwargs: dict[str, Any],
+    spec: Any,
+    count: int,
+    keywords: tuple[str, ...],
+    leaves: bool,
+) -> list[Any]:
+    """The flat inputs of an exported program's call, ``args`` and
+    ``kwargs`` flattened with its input ``spec``: what ``ep.module()``
+    takes, refusing what its check of their structure refuses with the
+    same ``ValueError`` (torch's own check, run where the quick test below
+    fails). Where every input is a leaf of the spec (``leaves``), ``count``
+    positional ones and the ``keywords``, no more is needed than their
+    number, their names, and no container among them.
+
+    >>> import torch.utils._pytree as pytree
+    >>> spec = pytree.tree_structure(((1, 2), {"k": 3}))
+    >>> inputs((1, 2), {"k": 3}, spec, 2, ("k",), True)
+    [1, 2, 3]
+    >>> inputs((1, 2, 3), {}, spec, 2, ("k",), True)
+    Traceback (most recent call last):
+    ...
+    ValueError: Ran into a kwarg keyword mismatch: Got the following keywords [] but expected ['k']
+    """
+    if leaves and len(args) == count and len(kwargs) == len(keywords):
+        try:
+            flat = [*args, *[kwargs[k] for k in keywords]]
+        except KeyError:
+            pass
+        else:
+            if not any(type(value) in _CONTAINERS or isinstance(value, tuple) for value in flat):
+                return flat
+    from torch.export._unlift import _check_inputs_match  # torch's check, as the pre-hook's
+
+    return [value for _, value in _check_inputs_match(args, kwargs, spec)]
+
+
+#: what a pytree flattens (a value of another type is a leaf, but a tuple
+#: of any kind: checked by torch, as a named tuple is a container)
+_CONTAINERS = (dict, list)
 
 
 def tie(*values_and_operands: Any, outputs: int, copy: bool = False) -> tuple[Any, ...]:

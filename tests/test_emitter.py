@@ -5,6 +5,7 @@ both ways."""
 
 import ast
 import gc
+import operator
 import os
 import subprocess
 import sys
@@ -24,7 +25,7 @@ from stitching_graphs import stitching_graphs
 
 import stitchgen
 from stitchgen import TemplateError, Templates, ir
-from stitchgen.emitter import emit
+from stitchgen.emitter import Writer, emit
 from stitchgen.formatting import OLDEST_PYTHON, black_mode
 from stitchgen.layout import LINE_LENGTH, Unsure
 
@@ -130,6 +131,61 @@ def expressions(depth=2):
     )
 
 
+SIZES = st.one_of(
+    st.builds(ir.Size, IDENTS.map(ir.Name), st.integers(0, 3)),
+    st.integers(-2, 10**12).map(ir.Literal),
+)
+#: what an exported program's checks test: sizes against bounds and each other
+CHECKED = st.builds(
+    ir.Compare,
+    st.one_of(SIZES, st.builds(ir.BinOp, SIZES, st.sampled_from(sorted(ir.ARITHMETIC)), SIZES)),
+    st.sampled_from(sorted(ir.COMPARISONS)),
+    SIZES,
+)
+
+
+def _arithmetic(depth=3):
+    numbers = st.integers(-9, 9).map(ir.Literal)
+    if depth == 0:
+        return numbers
+    inner = _arithmetic(depth - 1)
+    return st.one_of(
+        numbers, st.builds(ir.BinOp, inner, st.sampled_from(sorted(ir.ARITHMETIC)), inner)
+    )
+
+
+def _value(e):
+    """What an arithmetic or comparison expression says, read from the IR."""
+    if isinstance(e, ir.Literal):
+        return e.value
+    left, right = _value(e.left), _value(e.right)
+    return {
+        "+": operator.add, "-": operator.sub, "*": operator.mul, "//": operator.floordiv,
+        "%": operator.mod, "==": operator.eq, "!=": operator.ne, "<": operator.lt,
+        "<=": operator.le, ">": operator.gt, ">=": operator.ge,
+    }[e.op](left, right)  # fmt: skip
+
+
+@given(
+    st.builds(
+        ir.Compare, _arithmetic(), st.sampled_from(sorted(ir.COMPARISONS)), _arithmetic()
+    ).filter(lambda e: _defined(e))
+)
+def test_a_checks_expression_reads_as_its_ir_says(expr):
+    """Brackets where Python's precedence would read it otherwise: the
+    source evaluates to what the IR says."""
+    text = Writer().source(expr)
+    assert eval(text) == _value(expr), text
+
+
+def _defined(e):
+    try:
+        _value(e)
+    except ZeroDivisionError:
+        return False
+    return True
+
+
 CALLEES = st.one_of(
     st.just(ir.GlobalRef("torch", "ops.aten.convolution_backward.default")),
     IDENTS.map(lambda n: ir.FunctionRef(0, n)),
@@ -156,6 +212,7 @@ FLAT = st.one_of(
     # the shapes the lowering gives them: names and literals
     st.builds(ir.Break, IDENTS.map(ir.Name)),
     st.builds(lambda test: ir.Break(test, check=(ir.CONDITION,)), IDENTS.map(ir.Name)),
+    st.builds(ir.Check, CHECKED, st.sampled_from(sorted(ir.ERRORS)), st.text(max_size=90)),
     st.builds(
         ir.Rebind,
         st.lists(IDENTS, min_size=1, max_size=4).map(tuple),
@@ -183,7 +240,7 @@ NESTED = st.one_of(
 STATEMENTS = st.one_of(FLAT, FLAT, FLAT, FLAT, NESTED)
 #: the statement kinds the random programs draw (Unbox: ``programs`` opens some with one)
 DRAWN = {ir.Call, ir.UnpackCall, ir.GetItem, ir.Assign, ir.Del, ir.Break, ir.Rebind, ir.If,
-         ir.While, ir.Return, ir.Unbox}  # fmt: skip
+         ir.While, ir.Return, ir.Unbox, ir.Check}  # fmt: skip
 
 
 def test_the_random_programs_draw_every_statement_kind():

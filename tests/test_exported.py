@@ -9,7 +9,7 @@ import warnings
 
 import pytest
 import torch
-from oracle import assert_runs_same
+from oracle import assert_runs_same, assert_same
 
 import stitchgen
 
@@ -113,3 +113,185 @@ def test_nested_branches_reading_a_weight_a_constant_and_a_closure_are_ifs():
     up, down = torch.ones(4), -torch.ones(4)
     for args in _paths((up, up), (up, down), (down, up), (down * 2, down)):
         assert_runs_same(fn, gm, args)
+
+
+# -- the ExportedProgram itself, its checks written as code -------------------
+
+
+class _Shaped(torch.nn.Module):
+    """Two inputs related by a derived dimension (``y`` twice ``x``'s
+    length, ``x``'s within [3, 16]), a keyword input, and a mutated buffer."""
+
+    def __init__(self):
+        super().__init__()
+        self.lin = torch.nn.Linear(4, 4)
+        self.register_buffer("calls", torch.zeros(()))
+
+    def forward(self, x, y, *, scale):
+        self.calls.add_(1)
+        return self.lin(x) * scale + y[: x.shape[0]] + y[x.shape[0] :] + self.calls
+
+
+@functools.cache
+def _shaped() -> torch.export.ExportedProgram:
+    length = torch.export.Dim("length", min=3, max=16)
+    return torch.export.export(
+        _Shaped(),
+        (torch.randn(5, 4), torch.randn(10, 4)),
+        {"scale": 2.0},
+        dynamic_shapes={"x": {0: length}, "y": {0: 2 * length}, "scale": None},
+    )
+
+
+def _outcome(fn, args, kwargs):
+    """What a call gives: ``ok``, or the error's class and first line."""
+    try:
+        fn(*args, **kwargs)
+    except Exception as exc:  # (the class is what is compared)
+        return type(exc), str(exc).splitlines()[0]
+    return "ok"
+
+
+#: calls of ``_Shaped``'s program: (args, kwargs); the first ones it takes
+_CALLS = [
+    ((torch.randn(5, 4), torch.randn(10, 4)), {"scale": 2.0}),
+    ((torch.randn(16, 4), torch.randn(32, 4)), {"scale": 2.0}),
+    ((torch.randn(3, 4), torch.randn(6, 4)), {"scale": 2.0}),
+    ((torch.randn(2, 4), torch.randn(4, 4)), {"scale": 2.0}),  # below the bound
+    ((torch.randn(17, 4), torch.randn(34, 4)), {"scale": 2.0}),  # above it
+    ((torch.randn(5, 4), torch.randn(11, 4)), {"scale": 2.0}),  # y is not twice x
+    ((torch.randn(5, 3), torch.randn(10, 4)), {"scale": 2.0}),  # a static size
+    ((torch.randn(5, 4), torch.randn(10, 4)), {"scale": 3.0}),  # a specialized scalar
+    ((torch.randn(5, 4), torch.randn(10, 4), 2.0), {}),  # the keyword as positional
+    ((torch.randn(5, 4), torch.randn(10, 4)), {"scale": 2.0, "junk": 1}),
+    ((torch.randn(5, 4),), {"scale": 2.0}),  # an input missing
+    (([torch.randn(5, 4)], torch.randn(10, 4)), {"scale": 2.0}),  # a list for a tensor
+    ((torch.randn(5), torch.randn(10, 4)), {"scale": 2.0}),  # a dimension missing
+    ((5, torch.randn(10, 4)), {"scale": 2.0}),  # no tensor
+]
+
+
+def test_an_exported_program_is_taken_whole_with_its_checks_as_code():
+    """``generate(ep)``: export's checks as plain lines, with no binding;
+    each refuses what ``ep.module()`` refuses, with the same class and
+    message, and what it takes is equal."""
+    ep = _shaped()
+    generated = stitchgen.generate(ep)
+    code = generated.code
+    assert "def execution_fn(*args, **kwargs):" in code
+    for line in (
+        "if not x.size()[0] <= 16:",
+        'raise AssertionError("Guard failed: x.size()[0] <= 16")',
+        "if not x.size()[0] >= 3:",
+        "if not y.size()[0] <= 32:",  # (the relation: the tracer's own words, by version)
+        "if not x.size()[1] == 4:",
+        "if not scale == 2.0:",
+    ):
+        assert line in code, line
+    assert not generated.program.submods and "_guards_fn" not in code
+    fn = stitchgen.load(generated)
+    module = ep.module()
+    outcomes = [(_outcome(module, *call), _outcome(fn, *call)) for call in _CALLS]
+    assert [want for want, _ in outcomes[:3]] == ["ok"] * 3
+    assert all(want != "ok" for want, _ in outcomes[3:])
+    for (want, got), call in zip(outcomes, _CALLS, strict=True):
+        assert got == want, call
+
+
+def test_what_an_exported_program_is_given_is_checked_against_its_spec():
+    """The structure ``ep.module()``'s pre-hook checks: a nested input's
+    keys, a list's length, as its own ``ValueError``; every input a leaf
+    takes the quick test."""
+    from torch.utils import _pytree as pytree
+
+    from stitchgen.runtime import inputs
+
+    spec = pytree.tree_structure(((1, {"a": 1}), {"k": 1}))
+    assert inputs((1, {"a": 2}), {"k": 3}, spec, 2, ("k",), False) == [1, 2, 3]
+    for args, kwargs in [((1, {"b": 2}), {"k": 3}), ((1, {"a": 2}, 4), {"k": 3})]:
+        with pytest.raises(ValueError, match="Trying to flatten user inputs"):
+            inputs(args, kwargs, spec, 2, ("k",), False)
+    flat = pytree.tree_structure(((1, 2), {}))
+    assert inputs((1, 2), {}, flat, 2, (), True) == [1, 2]
+    with pytest.raises(ValueError, match="Trying to flatten user inputs"):
+        inputs(([1], 2), {}, flat, 2, (), True)
+
+
+@pytest.mark.slow
+def test_compile_shares_the_programs_state_and_writes_its_buffer():
+    """``compile(ep)`` reads the program's own parameters, as
+    ``ep.module()`` does, and adds to its mutated buffer call after call."""
+    ep = _shaped()
+    fn, module = stitchgen.compile(ep), ep.module()
+    args, kwargs = (torch.randn(5, 4), torch.randn(10, 4)), {"scale": 2.0}
+    for _ in range(2):
+        assert_runs_same(lambda *a: fn(*a, **kwargs), lambda *a: module(*a, **kwargs), args, module)
+    assert module.calls is ep.state_dict["calls"]  # (one buffer: fn adds to it too)
+    ep = _exported(_LinearInBranch)
+    fn, x = stitchgen.compile(ep), torch.ones(4)
+    weight = ep.state_dict["lin.weight"]
+    before = fn(x)
+    with torch.no_grad():
+        weight.add_(1.0)
+    try:
+        after = fn(x)
+        assert not torch.equal(before, after)
+        assert_same(after, ep.module()(x))
+    finally:
+        with torch.no_grad():
+            weight.sub_(1.0)
+
+
+@pytest.mark.slow
+def test_check_inputs_false_leaves_the_checks_out():
+    ep = _shaped()
+    code = stitchgen.generate(ep, check_inputs=False).code
+    assert "raise" not in code and "def execution_fn(x, y, scale):" in code
+    fn = stitchgen.compile(ep, check_inputs=False)
+    assert fn(torch.randn(2, 4), torch.randn(4, 4), scale=3.0).shape == (2, 4)  # unchecked
+
+
+@pytest.mark.slow
+def test_a_check_stitchgen_cannot_write_refuses_the_program_naming_it():
+    class Nan(torch.nn.Module):
+        def forward(self, x, *, s):
+            return x * 2
+
+    ep = torch.export.export(Nan(), (torch.randn(3),), {"s": float("nan")})
+    with pytest.raises(stitchgen.CodegenError, match=r"'math\.isnan\(s\)' is in a form"):
+        stitchgen.generate(ep)
+    assert "isnan" not in stitchgen.generate(ep, check_inputs=False).code
+
+
+@pytest.mark.slow
+def test_a_lifted_graph_module_with_weights_in_branches_is_lowered():
+    """``ep.graph_module``: the weights are inputs (lifted), and the
+    branches that read them are ``if``s."""
+    ep = _exported(_LinearInBranch)
+    gm = ep.graph_module
+    code = stitchgen.generate(gm).code
+    assert "if gt:" in code and "cond" not in code
+    fn = stitchgen.compile(gm)
+    state = [ep.state_dict[s.target] for s in ep.graph_signature.input_specs if s.target]
+    for x in (torch.ones(4), -torch.ones(4)):
+        assert_runs_same(fn, gm, (*state, x))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("templates", ["profiled", "vllm"])
+def test_an_exported_program_renders_under_the_shipped_variants(templates):
+    ep = _shaped()
+    fn, module = stitchgen.compile(ep, templates=templates), ep.module()
+    for call in _CALLS:
+        assert _outcome(fn, *call) == _outcome(module, *call), call
+
+
+@pytest.mark.slow
+def test_boxed_inputs_take_an_exported_program_unchecked_only():
+    ep = _shaped()
+    with pytest.raises(stitchgen.CodegenError, match=r"\['\*args', '\*\*kwargs'\].*check_inputs"):
+        stitchgen.generate(ep, boxed=True)
+    fn, module = stitchgen.compile(ep, boxed=True, check_inputs=False), ep.module()
+    args, kwargs = _CALLS[0]
+    boxed, called = lambda *a: fn([*a, *kwargs.values()]), lambda *a: module(*a, **kwargs)
+    assert_runs_same(boxed, called, args, module)

@@ -4,8 +4,8 @@ render when a project names no cases of its own.
 Between them they hold every statement kind (an assignment, piece calls
 unpacked and not, a getitem, frees, a return, a boxed function's
 unboxing, an ``if`` with a piece call inside, a ``while`` with its break
-and rebinding), inlined and bound pieces, constants and a tuple output; each
-renders under whatever convention the templates in use choose. They are
+and rebinding, input checks), inlined and bound pieces, constants and a
+tuple output; each renders under whatever convention the templates in use choose. They are
 built from ``fx.Graph`` by hand, so their code is the same on every
 supported torch: the lock records what the shipped blocks emit on them
 (:func:`emitted`, for :mod:`stitchgen.authoring.lock`), and ``templates
@@ -176,12 +176,42 @@ def _control_flow() -> Specimen:
     return Specimen(_graph_module(root, build), (torch.randn(3), torch.tensor(0)))
 
 
+def _checked() -> Specimen:
+    """Input checks written as code (an exported program's): a size
+    against a bound, and two inputs' sizes against each other."""
+    from ..exported import InputChecks
+    from ..ir import ARGUMENT, BinOp, Check, Compare, Literal, Name, Size
+
+    x, y = Name(ARGUMENT.format(0)), Name(ARGUMENT.format(1))
+    checks = (
+        Check(Compare(Size(x, 0), "<=", Literal(8)), "AssertionError", "x.size()[0] <= 8"),
+        Check(
+            Compare(BinOp(Literal(2), "*", Size(x, 0)), "==", Size(y, 0)),
+            "AssertionError",
+            "2 * x.size()[0] == y.size()[0]",
+        ),
+    )
+
+    def guards(a: torch.Tensor, b: torch.Tensor) -> None:
+        assert a.size()[0] <= 8, "x.size()[0] <= 8"
+        assert 2 * a.size()[0] == b.size()[0], "2 * x.size()[0] == y.size()[0]"
+
+    def build(g: fx.Graph) -> Any:
+        a, b = g.placeholder("x"), g.placeholder("y")
+        g.call_module("_guards_fn", (a, b))
+        return g.call_function(torch.add, (g.call_function(torch.cat, ((a, a),)), b))
+
+    root = {"_guards_fn": InputChecks(checks, guards)}
+    return Specimen(_graph_module(root, build), (torch.randn(3), torch.randn(6)))
+
+
 #: specimen name -> a function building it
 SPECIMENS: dict[str, Callable[[], Specimen]] = {
     "pieces": _pieces,
     "boxed": _boxed,
     "no_pieces": _no_pieces,
     "control_flow": _control_flow,
+    "checked": _checked,
 }
 
 

@@ -204,7 +204,69 @@ class SliceExpr(Node):
         d["step"] = step
 
 
-Expr = Name | Literal | ConstRef | GlobalRef | TupleExpr | ListExpr | DictExpr | SliceExpr
+#: the operators a :class:`Compare` and a :class:`BinOp` may hold (what an
+#: exported program's input checks write: sizes against bounds and each other)
+COMPARISONS = frozenset({"==", "!=", "<", "<=", ">", ">="})
+ARITHMETIC = frozenset({"+", "-", "*", "//", "%"})
+
+
+@record
+class Compare(Node):
+    """``left op right``, ``op`` one of :data:`COMPARISONS`."""
+
+    left: Expr = field(metadata=EXPR)
+    op: str
+    right: Expr = field(metadata=EXPR)
+
+    def __init__(self, left: Expr, op: str, right: Expr) -> None:
+        d = self.__dict__
+        d["left"] = left
+        d["op"] = op
+        d["right"] = right
+
+
+@record
+class BinOp(Node):
+    """``left op right``, ``op`` one of :data:`ARITHMETIC`."""
+
+    left: Expr = field(metadata=EXPR)
+    op: str
+    right: Expr = field(metadata=EXPR)
+
+    def __init__(self, left: Expr, op: str, right: Expr) -> None:
+        d = self.__dict__
+        d["left"] = left
+        d["op"] = op
+        d["right"] = right
+
+
+@record
+class Size(Node):
+    """``value.size()[dim]``: a tensor's size in one dimension (written as
+    torch's checks write it, so a check's line reads as its message)."""
+
+    value: Expr = field(metadata=EXPR)
+    dim: int
+
+    def __init__(self, value: Expr, dim: int) -> None:
+        d = self.__dict__
+        d["value"] = value
+        d["dim"] = dim
+
+
+Expr = (
+    Name
+    | Literal
+    | ConstRef
+    | GlobalRef
+    | TupleExpr
+    | ListExpr
+    | DictExpr
+    | SliceExpr
+    | Compare
+    | BinOp
+    | Size
+)
 
 # --------------------------------------------------------------------------
 # callees
@@ -542,16 +604,59 @@ class Rebind(Node):
         d["tied"] = tied
 
 
+#: the exceptions a :class:`Check` may raise (built-in classes, by name)
+ERRORS = frozenset({"AssertionError", "RuntimeError", "TypeError", "ValueError"})
+
+
+@record
+class Check(Node):
+    """``if not test: raise error(message)``: refuses what the code was not
+    made for (an exported program's input checks, as ``ep.module()``
+    runs them), ``error`` one of :data:`ERRORS`."""
+
+    test: Expr = field(metadata=EXPR)
+    error: str
+    message: str
+    template: ClassVar[str] = "check"
+
+    def __init__(self, test: Expr, error: str, message: str) -> None:
+        d = self.__dict__
+        d["test"] = test
+        d["error"] = error
+        d["message"] = message
+
+
+#: how a check made apart from its call reads the call's i-th argument
+#: (``ARGUMENT.format(i)``, a :class:`Name`): what the lowering binds to it
+#: (an exported program's checks, :class:`stitchgen.exported.InputChecks`)
+ARGUMENT = "__stitchgen_input_{}"
+
+
 #: what a tie calls (:attr:`Rebind.tied`, :attr:`While.tied`): grad mode's
 #: test, and :func:`stitchgen.runtime.tie`; the lowering imports their modules
 GRAD_MODE = GlobalRef("torch", "is_grad_enabled")
 TIE = GlobalRef("stitchgen.runtime", "tie")
 #: what a loop's test goes through where its type is not known (:attr:`Break.check`)
 CONDITION = GlobalRef("stitchgen.runtime", "condition")
+#: what takes an exported program's inputs, as ``ep.module()`` checks them
+INPUTS = GlobalRef("stitchgen.runtime", "inputs")
 
-Stmt = Assign | Call | UnpackCall | GetItem | Del | Return | Unbox | If | While | Break | Rebind
+Stmt = (
+    Assign
+    | Call
+    | UnpackCall
+    | GetItem
+    | Del
+    | Return
+    | Unbox
+    | If
+    | While
+    | Break
+    | Rebind
+    | Check
+)
 #: what a function's body holds after its opening (:attr:`Function.statements`)
-BodyStmt = Assign | Call | UnpackCall | GetItem | Del | Return | If | While | Break | Rebind
+BodyStmt = Assign | Call | UnpackCall | GetItem | Del | Return | If | While | Break | Rebind | Check
 
 #: every statement class, from the ``Stmt`` union
 STATEMENTS: tuple[type, ...] = typing.get_args(Stmt)
@@ -1020,16 +1125,21 @@ def defines(stmt: Stmt) -> str | None:
 # use (:func:`__getattr__`); those modules import this one, so no import of
 # them here, not even for type checkers
 __all__ = [
+    "ARGUMENT",
+    "ARITHMETIC",
     "BODY",
     "BRANCH",
     "CARRIES",
     "CLASSES",
+    "COMPARISONS",
     "CONDITION",
     "CONSUMES",
     "DELETES",
+    "ERRORS",
     "EXPR",
     "EXPRS",
     "GRAD_MODE",
+    "INPUTS",
     "KWARGS",
     "LOOP",
     "PAIRS",
@@ -1038,10 +1148,13 @@ __all__ = [
     "TARGETS",
     "TIE",
     "Assign",
+    "BinOp",
     "Break",
     "Call",
     "Callee",
     "Calling",
+    "Check",
+    "Compare",
     "ConstDecl",
     "ConstRef",
     "Del",
@@ -1064,6 +1177,7 @@ __all__ = [
     "Return",
     "STATEMENTS",
     "Schema",
+    "Size",
     "SliceExpr",
     "Stmt",
     "SubmodDecl",

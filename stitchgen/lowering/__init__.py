@@ -46,8 +46,11 @@ from ..conventions import CLOSURE, ConstantPolicy, Convention, name_formats
 from ..errors import CodegenError, LeftAsCallWarning, describe_node
 from ..identifiers import Namespace, is_identifier, qualified_name
 from ..ir import (
+    ARGUMENT,
+    INPUTS,
     Assign,
     Call,
+    Check,
     ConstDecl,
     ConstRef,
     DictExpr,
@@ -71,6 +74,8 @@ from ..ir import (
     Unbox,
     UnpackCall,
     iter_statements,
+    map_expr,
+    map_stmt,
     writes,
 )
 from ..literals import is_primitive
@@ -539,6 +544,9 @@ class Lowerer:
         self._in_progress: list[int] = []
         #: by higher-order operator node: how it is lowered (False: called, as any op)
         self._plans: dict[fx.Node, Any] = {}
+        #: the children whose checks were written as code (no binding):
+        #: an exported program's input checks (:meth:`input_checks`)
+        self.checked: set[str] = set()
 
     # -- functions ------------------------------------------------------
 
@@ -597,6 +605,10 @@ class Lowerer:
                     continue
                 body.append(self.call_function(node, env, local))
             elif op == "call_module":
+                checks = self.input_checks(gm, node, env)
+                if checks is not None:  # an exported program's: as code, no binding
+                    body.extend(checks)
+                    continue
                 stmt = self.call_module(gm, prefix, node, env, local, operands is None)
                 if type(stmt) is UnpackCall:  # one getitem per target, and nothing else
                     absorbed.update({user: Name(user.name) for user in node.users})
@@ -678,6 +690,33 @@ class Lowerer:
             )
             and self.subgraph(gm, node) is not None
         )
+
+    def input_checks(
+        self, gm: fx.GraphModule, node: fx.Node, env: dict[fx.Node, Expr]
+    ) -> list[Check] | None:
+        """The checks the ``call_module`` ``node`` runs, as code, where its
+        child holds them (``stitchgen_checks``: an exported program's, see
+        :class:`stitchgen.exported.InputChecks`), each reading the call's
+        arguments; else None (a call as any other)."""
+        try:
+            checks = getattr(fetch_attr(gm, str(node.target)), "stitchgen_checks", None)
+        except AttributeError:
+            return None
+        if checks is None:
+            return None
+        if node.users or node.kwargs:
+            raise CodegenError("input checks take no keywords, and no node reads them", node)
+        self.checked.add(str(node.target))
+        args = {ARGUMENT.format(i): self.arg(a, node, env) for i, a in enumerate(node.args)}
+
+        def bound(e: Any) -> Any:
+            if type(e) is Name and e.id.startswith(ARGUMENT.format("")):
+                if e.id not in args:
+                    raise CodegenError(f"an input check reads {e.id}, past the arguments", node)
+                return args[e.id]
+            return e
+
+        return [map_stmt(c, lambda e: map_expr(e, bound)) for c in checks]  # type: ignore[misc]
 
     def placeholder(self, node: fx.Node, env: dict[fx.Node, Expr]) -> Param:
         target = node.target
@@ -956,6 +995,9 @@ class Options:
     * ``unpack=False``: every piece result taken apart with one getitem per
       item, not unpacked where the piece is called (``a, b =
       inlined_submod_0(x)``).
+    * ``check_inputs=False``: for a ``torch.export.ExportedProgram``, no
+      input checks (``ep.module()``'s, written as code by default:
+      :mod:`stitchgen.exported`).
 
     >>> options = Options(format=False, opaque="submod_1")
     >>> options.opaque, options.format, options.replace(boxed=True).boxed
@@ -974,6 +1016,7 @@ class Options:
     dump_dir: str | os.PathLike[str] | None = None
     source_lines: bool | None = None
     unpack: bool = True
+    check_inputs: bool = True
 
     def __init__(self, **given: Any) -> None:
         unknown = sorted(set(given).difference(OPTION_NAMES))
@@ -1102,17 +1145,25 @@ def build_program(
     if const_pool is not None:
         decls.continue_pool(const_pool.values, const_pool.index)
     entry = lowerer.function(gm, prefix="", name=name)
+    checked = bool(lowerer.checked)  # export's: the pre-hook's check of the inputs too
     if pytree_info(gm) is not None:
         from .pytree import pytree_entry  # imported for such a graph only (start-up)
 
-        entry = pytree_entry(gm, pytree_info(gm), entry, decls.target_ref, decls.lift)
+        entry = pytree_entry(gm, pytree_info(gm), entry, decls.target_ref, decls.lift, checked)
+        if checked:
+            decls.imports.add(INPUTS.module)
+            decls.reserved.add(INPUTS.module.partition(".")[0])
     if options.boxed:
         if not convention.boxed:
             raise ValueError(f"boxed inputs are not part of the {convention.name} convention")
-        odd = [p.keyword for p in entry.params if p.kind or p.default is not None]
+        odd = [
+            p.keyword or p.kind + p.name for p in entry.params if p.kind or p.default is not None
+        ]
         if odd:
+            exported = " (an exported program's checked inputs: check_inputs=False)" * checked
             raise CodegenError(
-                f"boxed inputs need plain positional parameters; {odd} have defaults or are *args"
+                f"boxed inputs need plain positional parameters; {odd} have defaults or are "
+                f"*args{exported}"
             )
         entry = _boxed(entry)
     unused = lowerer.opaque - set(decls.submod_index)
@@ -1123,7 +1174,7 @@ def build_program(
         )
     bound = {d.path for d in decls.submod_decls if not d.inlined}
     # the linkage's inlined children: the root's pieces not bound, and those the convention lists
-    pieces = {str(n.target) for n in gm.graph.find_nodes(op="call_module")}
+    pieces = {str(n.target) for n in gm.graph.find_nodes(op="call_module")} - lowerer.checked
     inlined = {d.path for d in decls.submod_decls if d.inlined} | (pieces - bound)
     return Program(
         name=name,
