@@ -5,6 +5,9 @@
 from __future__ import annotations
 
 import functools
+import subprocess
+import sys
+import textwrap
 import warnings
 
 import pytest
@@ -295,3 +298,46 @@ def test_boxed_inputs_take_an_exported_program_unchecked_only():
     args, kwargs = _CALLS[0]
     boxed, called = lambda *a: fn([*a, *kwargs.values()]), lambda *a: module(*a, **kwargs)
     assert_runs_same(boxed, called, args, module)
+
+
+@pytest.mark.slow
+def test_an_artifact_of_an_exported_program_stands_alone(tmp_path):
+    """Saved, it loads in a fresh process with no bindings and none of the
+    lowering, the rendering or Jinja; it equals ``ep.module()``, checks
+    included, and adds to its own copy of the mutated buffer call after call."""
+    ep = _shaped()
+    path = stitchgen.generate(ep).save(tmp_path / "artifact")
+    calls = [_CALLS[0], _CALLS[2], _CALLS[0], _CALLS[3], _CALLS[8]]
+    torch.save(calls, tmp_path / "calls.pt")
+    script = textwrap.dedent(
+        f"""
+        import sys, torch, stitchgen
+        fn = stitchgen.load_artifact({str(path)!r})
+        loaded = sorted(m for m in sys.modules if m == "jinja2" or m.startswith(
+            ("stitchgen.lowering", "stitchgen.rendering", "stitchgen.exported")))
+        outcomes = []
+        for args, kwargs in torch.load({str(tmp_path / "calls.pt")!r}):
+            try:
+                outcomes.append(fn(*args, **kwargs))
+            except Exception as e:
+                outcomes.append((type(e).__name__, str(e).splitlines()[0]))
+        torch.save((loaded, outcomes), {str(tmp_path / "out.pt")!r})
+        """
+    )
+    subprocess.run([sys.executable, "-c", script], check=True)
+    loaded, outcomes = torch.load(tmp_path / "out.pt")
+    assert loaded == []
+    module, state = ep.module(), ep.state_dict["calls"]
+    saved = state.clone()
+    try:
+        with torch.no_grad():
+            state.zero_()  # (the artifact's own copy starts where the program was saved)
+        for (args, kwargs), got in zip(calls, outcomes, strict=True):
+            try:
+                assert_same(got, module(*args, **kwargs))
+            except Exception as exc:  # (refused: the same class and message)
+                assert got == (type(exc).__name__, str(exc).splitlines()[0])
+    finally:
+        with torch.no_grad():
+            state.copy_(saved)
+    assert torch.equal(ep.state_dict["calls"], saved)  # the saved program's own: not written
