@@ -65,6 +65,7 @@ __all__ = [
     "FORMAT",
     "VERSION",
     "Verified",
+    "check_replaceable",
     "digest",
     "open_artifact",
     "read_manifest",
@@ -166,7 +167,7 @@ def save_artifact(
     if key is not None:
         manifest["hmac"] = _sign(manifest, key)
     target = Path(path)
-    _check_replaceable(target)
+    check_replaceable(target)
     try:
         target.parent.mkdir(parents=True, exist_ok=True)
     except OSError as error:  # a file where a folder is wanted, a folder not writable
@@ -202,7 +203,7 @@ def save_artifact(
     return target
 
 
-def _check_replaceable(target: Path) -> None:
+def check_replaceable(target: Path) -> None:
     """Nothing, if ``save`` may replace ``target``: absent, an empty directory,
     or an artifact of stitchgen's holding only the files its manifest lists."""
     if not os.path.lexists(target):

@@ -1,5 +1,5 @@
-"""``stitchgen`` console script: ``demo``, ``golden``, ``show`` and
-``templates`` (``blocks``, ``check``, ``diff``, ``lock``).
+"""``stitchgen`` console script: ``demo``, ``golden``, ``export``, ``show``
+and ``templates`` (``blocks``, ``check``, ``diff``, ``lock``).
 
 An error about the input is one line on stderr, ``stitchgen <command>:
 error: <what, naming the input>``, and no traceback. The exit code says
@@ -344,6 +344,53 @@ def _stale_hint(templates: Any) -> list[str]:
     ]
 
 
+def _export(args: argparse.Namespace) -> int:
+    """``stitchgen export PROGRAM.pt2 DIR``: the artifact of a program
+    ``torch.export.save`` wrote (``torch.export.load`` unpickles: trust it)."""
+    import importlib
+
+    prog = args.prog
+    for module in args.imports or ():
+        try:
+            importlib.import_module(module)
+        except Exception as exc:  # (a module's own import error: its first line)
+            raise _Stop(prog, f"--import {module}: {type(exc).__name__}: {exc}", 2) from exc
+    if not os.path.isfile(args.program):
+        what = "is not a file" if os.path.lexists(args.program) else "does not exist"
+        raise _Stop(prog, f"{args.program!r} {what}", 2)
+    from .archive import check_replaceable
+    from .pipeline import generate
+
+    check_replaceable(Path(args.dir))  # before the program is read (save checks it again)
+    import logging
+
+    import torch
+
+    said = logging.getLogger("torch.export")  # (it logs a failed load's traceback)
+    level = said.level
+    said.setLevel(logging.CRITICAL)
+    try:
+        program = torch.export.load(args.program)
+    except Exception as exc:  # torch's: a file that is no program, a type not registered
+        text = _plain(str(exc)) or type(exc).__name__
+        hint = " (--import the module that registers it)" if "regist" in text else ""
+        message = f"{args.program}: not a program torch.export.load reads: {text}{hint}"
+        raise _Stop(prog, message, 1) from exc
+    finally:
+        said.setLevel(level)
+    generated = generate(program, format=True, check_inputs=not args.no_checks)
+    path = generated.save(args.dir)
+    print(f"wrote {path}: `stitchgen show {path}` describes it")
+    return 0
+
+
+def _plain(text: str) -> str:
+    """``text`` without terminal colour codes."""
+    import re
+
+    return re.sub(r"\x1b\[[0-9;]*m", "", text)
+
+
 def _show(args: argparse.Namespace) -> int:
     from .viewer import describe_artifact
 
@@ -412,6 +459,31 @@ def _parser() -> argparse.ArgumentParser:
     show.add_argument("artifact", type=_directory, help="the artifact directory (Generated.save)")
     show.add_argument("--format", action="store_true", help="black-format the code")
     show.add_argument("--ir", action="store_true", help="print the stored IR too")
+    export = command(
+        "export",
+        _export,
+        help="write the artifact of a program torch.export.save wrote (PROGRAM.pt2)",
+        description="Read PROGRAM.pt2 with torch.export.load and write its artifact in DIR: "
+        "the code, with export's input checks as lines of it, and the program's parameters, "
+        "buffers and constants, loaded with no bindings (stitchgen.load_artifact). "
+        "torch.export.load unpickles, so reading a .pt2 runs code: export only programs you "
+        "trust (SECURITY.md).",
+    )
+    export.add_argument("program", metavar="PROGRAM.pt2", help="a program torch.export.save wrote")
+    export.add_argument("dir", metavar="DIR", help="the artifact's directory (absent or empty)")
+    export.add_argument(
+        "--import",
+        dest="imports",
+        action="append",
+        metavar="MODULE",
+        help="import MODULE first: one that registers the program's own types in pytree "
+        "(transformers.modeling_outputs for a transformers model; repeatable)",
+    )
+    export.add_argument(
+        "--no-checks",
+        action="store_true",
+        help="leave export's input checks out (check_inputs=False)",
+    )
     _templates_parser(command("templates", None, help="check, list, preview and lock templates"))
     return parser
 

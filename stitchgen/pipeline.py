@@ -11,9 +11,12 @@ import gc
 import os
 import types
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch.fx as fx
+
+if TYPE_CHECKING:
+    from torch.export import ExportedProgram
 
 # The cyclic garbage collector is paused while stitchgen lowers, renders and
 # loads, and while the compile path's modules are imported: the tens of
@@ -71,7 +74,7 @@ def graph_of(gm: Any, options: Options) -> fx.GraphModule:
 
 
 def lower(
-    gm: fx.GraphModule,
+    gm: fx.GraphModule | ExportedProgram,
     *,
     names: Mapping[str, str] | None = None,
     reserve: Sequence[str] = (),
@@ -132,11 +135,14 @@ def tracing() -> bool:
     return bool(os.environ.get("TORCH_TRACE"))
 
 
-def generate(gm: fx.GraphModule, **options: Any) -> Generated:
+def generate(gm: fx.GraphModule | ExportedProgram, **options: Any) -> Generated:
     """Lower and render ``gm``, as the :class:`Options` given as keywords
     say. The program's shape is decided by the lowering and the passes
     alone: every template set — the built-ins, a shipped variant, your own
-    — renders the same program.
+    — renders the same program. ``gm`` may be a
+    ``torch.export.ExportedProgram``: its ``module()``, with export's input
+    checks written as code (:mod:`stitchgen.exported`); ``compile`` and
+    ``lower`` take one too.
 
     >>> import torch.fx as fx, stitchgen
     >>> generated = stitchgen.generate(fx.symbolic_trace(lambda x: x + 1))
@@ -213,7 +219,7 @@ def _compiled(code: str, program: Program, templates: Templates) -> types.CodeTy
 
 
 def compile(
-    gm: fx.GraphModule,
+    gm: fx.GraphModule | ExportedProgram,
     submods: Mapping[str, Callable[..., Any]] | None = None,
     **options: Any,
 ) -> Callable[..., Any]:

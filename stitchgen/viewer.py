@@ -76,6 +76,8 @@ def describe_artifact(
             out.append("  none")
     else:
         out.append(f"  {manifest.get('const_count')} (descriptions unreadable: {program})")
+    if isinstance(program, ir.Program):
+        out.extend(_exported(program))
     if manifest.get("imports"):
         out.append(f"imports: {', '.join(manifest['imports'])}")
     try:
@@ -95,6 +97,37 @@ def describe_artifact(
         out.append("IR:")
         out.append(pprint.pformat(program, width=100) if isinstance(program, ir.Program) else "")
     return "\n".join(out) + "\n", ok
+
+
+def _exported(program: ir.Program) -> list[str]:
+    """An exported program's inputs (as its entry takes them: the call of
+    :data:`~stitchgen.ir.INPUTS` that opens it, and the names it gives
+    them) and its checks (each :class:`~stitchgen.ir.Check`'s message);
+    nothing for any other program."""
+    body = program.entry.body
+    first = body[0] if body else None
+    callee = getattr(first, "callee", None)
+    if not isinstance(first, ir.Call) or not isinstance(callee, (ir.TargetRef, ir.GlobalRef)):
+        return []
+    if isinstance(callee, ir.TargetRef):
+        callee = program.targets[callee.index].ref if callee.index < len(program.targets) else None
+    if callee != ir.INPUTS or len(first.args) != 6:
+        return []
+    count, keywords = first.args[3], first.args[4]
+    flat = [
+        s.target for s in body[1:] if isinstance(s, ir.GetItem) and s.obj == ir.Name(first.target)
+    ]
+    names = [getattr(k, "value", "?") for k in getattr(keywords, "items", ())]
+    out = [
+        f"inputs (an exported program's, checked as ep.module() checks them): "
+        f"{getattr(count, 'value', '?')} positional, keywords {names}; flat: {', '.join(flat)}",
+        "checks:",
+    ]
+    checks = [s for s in ir.iter_statements(program.entry.statements) if isinstance(s, ir.Check)]
+    out.extend(f"  {check.error}: {check.message}" for check in checks)
+    if not checks:
+        out.append("  none")
+    return out
 
 
 def _forms(root: Path, manifest: dict[str, Any]) -> list[Any]:

@@ -341,3 +341,49 @@ def test_an_artifact_of_an_exported_program_stands_alone(tmp_path):
         with torch.no_grad():
             state.copy_(saved)
     assert torch.equal(ep.state_dict["calls"], saved)  # the saved program's own: not written
+
+
+# -- stitchgen export PROGRAM.pt2 DIR ----------------------------------------
+
+
+@pytest.mark.slow
+def test_the_export_command_writes_an_artifact_show_describes(tmp_path, capsys):
+    from stitchgen.cli import main
+
+    program = tmp_path / "shaped.pt2"
+    torch.export.save(_shaped(), program)
+    assert main(["export", str(program), str(tmp_path / "out")]) == 0
+    assert "wrote" in capsys.readouterr().out
+    fn, module = stitchgen.load_artifact(tmp_path / "out"), _shaped().module()
+    for call in _CALLS[3:]:  # (refused: the buffer is not written)
+        assert _outcome(fn, *call) == _outcome(module, *call), call
+    assert main(["show", str(tmp_path / "out")]) == 0
+    shown = capsys.readouterr().out
+    assert "inputs (an exported program's" in shown and "2 positional, keywords ['scale']" in shown
+    assert "AssertionError: Guard failed: x.size()[0] <= 16" in shown
+    assert "const_lin_weight: Tensor[4, 4] torch.float32 on cpu (in consts.pt)" in shown
+
+
+@pytest.mark.slow
+def test_the_export_command_refuses_in_one_line_and_leaves_nothing(tmp_path, capsys):
+    from stitchgen.cli import main
+
+    program = tmp_path / "shaped.pt2"
+    torch.export.save(_shaped(), program)
+    occupied = tmp_path / "occupied"
+    occupied.mkdir()
+    (occupied / "notes.txt").write_text("mine")
+    junk = tmp_path / "junk.pt2"
+    junk.write_text("not a program")
+    for argv, code, said in [
+        ([str(program), str(occupied)], 1, "is not a stitchgen artifact (it holds notes.txt)"),
+        ([str(junk), str(tmp_path / "a")], 1, "not a program torch.export.load reads"),
+        ([str(tmp_path / "none.pt2"), str(tmp_path / "b")], 2, "does not exist"),
+        ([str(program), str(tmp_path / "c"), "--import", "no_such_module"], 2, "no_such_module"),
+        ([str(program), str(junk / "d")], 1, "cannot save an artifact"),
+    ]:
+        assert main(["export", *argv]) == code, argv
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and said in err and err.startswith("stitchgen export: error:")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["junk.pt2", "occupied", "shaped.pt2"]
+    assert [p.name for p in occupied.iterdir()] == ["notes.txt"]
