@@ -73,6 +73,8 @@ def bracketed(
     line = f"{indent}{head}{opening}{body}{closing}"
     if fits(line):
         return line + "\n"
+    if len(line) <= LINE_LENGTH:  # non-ASCII: black splits it by its display width
+        raise Unsure(line)
     first = f"{indent}{head}{opening}"
     last = f"{indent}{closing}"
     if not items or not fits(first) or not fits(last):
