@@ -29,7 +29,13 @@ On split decoders (``stitchgen.demo.split_decoder``) of each size:
   ``nested_compile_region`` called three times (Dynamo's
   ``invoke_subgraph``): stitchgen (lowered as ``if``, ``while`` and one
   function) vs ``GraphModule.__call__`` (the operators, their subgraphs
-  called as modules) vs the same work written by hand as plain Python.
+  called as modules) vs the same work written by hand as plain Python;
+* exported: a 4-layer Llama from ``transformers`` exported with
+  ``torch.export``, per call: ``compile(ep)`` (export's checks as code) vs
+  ``ep.module()``, and ``compile(ep.module())`` (its check child bound)
+  beside; and the cold load of a 24-layer one in fresh processes, from
+  after ``import torch`` and ``transformers``: ``torch.export.load(...)
+  .module()`` vs the artifact (``stitchgen.load_artifact``).
 
 Times are medians over interleaved rounds; the machines are noisy, so read
 ratios, not absolute numbers. Nothing here asserts: it measures.
@@ -508,6 +514,73 @@ def bench_control_flow(rounds: int) -> dict[str, dict[str, float]]:
     return out
 
 
+# -- exported programs ----------------------------------------------------------
+
+
+def _llama(layers: int) -> tuple[torch.export.ExportedProgram, torch.Tensor]:
+    """A small Llama from ``transformers`` (hidden 64, a sequence of 8,
+    ``use_cache=False``, random weights), exported."""
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    config = LlamaConfig(
+        vocab_size=128,
+        hidden_size=64,
+        intermediate_size=128,
+        num_hidden_layers=layers,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        max_position_embeddings=64,
+        use_cache=False,
+    )
+    torch.manual_seed(0)
+    ids = torch.randint(0, 128, (1, 8))
+    return torch.export.export(LlamaForCausalLM(config).eval(), (ids,)), ids
+
+
+def bench_exported(layers: int, rounds: int) -> dict[str, float]:
+    """Per-call seconds on an exported Llama, under ``no_grad``:
+    ``module`` (``ep.module()``), ``ours`` (``compile(ep)``: the checks as
+    code) and ``bound`` (``compile(ep.module())``: its check child bound)."""
+    ep, ids = _llama(layers)
+    module, ours, bound = ep.module(), stitchgen.compile(ep), stitchgen.compile(ep.module())
+    with torch.no_grad():
+        return interleaved(
+            {"module": lambda: module(ids), "ours": lambda: ours(ids), "bound": lambda: bound(ids)},
+            number=20,
+            rounds=rounds,
+        )
+
+
+_COLD_LOAD = """
+import sys, time, torch, transformers.modeling_outputs
+start = time.perf_counter()
+if sys.argv[1] == "export":
+    fn = torch.export.load(sys.argv[2]).module()
+else:
+    import stitchgen
+    fn = stitchgen.load_artifact(sys.argv[2])
+print(time.perf_counter() - start)
+"""
+
+
+def bench_exported_cold(layers: int, samples: int) -> dict[str, float]:
+    """Median seconds to load an exported Llama in a fresh process, from
+    after ``import torch`` and ``transformers``: ``export``
+    (``torch.export.load(...).module()``) and ``ours`` (the artifact)."""
+    ep, _ = _llama(layers)
+    out: dict[str, list[float]] = {"export": [], "ours": []}
+    with tempfile.TemporaryDirectory() as tmp:
+        program, artifact = os.path.join(tmp, "llama.pt2"), os.path.join(tmp, "artifact")
+        torch.export.save(ep, program)
+        stitchgen.generate(ep, format=False).save(artifact)
+        for _ in range(samples):
+            for kind, path in (("export", program), ("ours", artifact)):
+                run = [sys.executable, "-c", _COLD_LOAD, kind, path]
+                done = subprocess.run(run, capture_output=True, text=True, check=True)
+                out[kind].append(float(done.stdout.split()[-1]))
+    return {kind: statistics.median(times) for kind, times in out.items()}
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--layers", type=int, nargs="+", default=[8, 32, 80, 200])
@@ -591,6 +664,20 @@ def main(argv: list[str] | None = None) -> None:
         cells = [f"{t[k] * 1e6:.1f}" for k in ("graphmodule", "ours", "by_hand")]
         ratios = [f"{t['ours'] / t['graphmodule']:.2f}", f"{t['ours'] / t['by_hand']:.2f}"]
         print(line([name, *cells, *ratios]))
+    print()
+    e = bench_exported(4, rounds)
+    print(
+        f"exported llama, 4 layers, per call: ep.module() {e['module'] * 1e6:.0f} us, "
+        f"compile(ep) {e['ours'] * 1e6:.0f} us: {e['ours'] / e['module']:.2f}x "
+        f"(compile(ep.module()), its check child bound: {e['bound'] / e['module']:.2f}x)"
+    )
+    cold_layers = 4 if args.quick else 24
+    k = bench_exported_cold(cold_layers, 1 if args.quick else args.fresh)
+    print(
+        f"exported llama, {cold_layers} layers, cold load in a fresh process: "
+        f"torch.export.load(...).module() {k['export'] * 1e3:.0f} ms, the artifact "
+        f"{k['ours'] * 1e3:.0f} ms: {k['export'] / k['ours']:.1f}x faster"
+    )
     print()
     fresh_header = [
         "layers", "concat first ms", "ours first ms", "ours/concat", "ours second ms",
