@@ -668,6 +668,182 @@ def split_pieces_with_cond(device: str) -> Case:
     return Case(gm, (torch.randn(4, device=device),), submods={"submod_1": gm.submod_1})
 
 
+# -- exported programs, in ep.module()'s shape ---------------------------------
+#
+# Built by hand, as export's unlifted module is (its inputs flattened with
+# the input spec, the state read by get_attr, export's checks a child
+# called with the flat inputs, a mutated buffer written in place), so their
+# code is the same on every torch; tests/test_exported.py runs real exports.
+
+ATEN = torch.ops.aten
+
+
+def _exported(
+    root: torch.nn.Module,
+    build: Callable[[fx.Graph], Any],
+    names: list[str],
+    example: tuple[Any, ...],
+    checks: list[tuple[Any, str]],
+) -> fx.GraphModule:
+    """``ep.module()``'s shape: ``build``'s graph over ``root`` (its state
+    and subgraphs) under the pytree calling convention (positional inputs
+    ``names``, as ``example``), its checks (``(test, torch's text)``, each
+    reading ``ir.ARGUMENT``s) an ``InputChecks`` child running them as
+    Python, called first."""
+    import torch.utils._pytree as pytree
+
+    from stitchgen.exported import InputChecks
+    from stitchgen.ir import Check
+
+    def guards(*args: Any) -> None:
+        for test, text in checks:
+            assert _evaluated(test, args), f"Guard failed: {text}"
+
+    made = tuple(Check(test, "AssertionError", f"Guard failed: {text}") for test, text in checks)
+    root.add_module("_guards_fn", InputChecks(made, guards))
+    graph = fx.Graph()
+    graph.output(build(graph))  # a tuple, as export's graph returns its flat outputs
+    out = graph.find_nodes(op="output")[0].args[0]
+    outputs = pytree.tree_structure(out[0] if len(out) == 1 else out)  # one: a leaf
+    info = fx.graph._PyTreeInfo(names, pytree.tree_structure((example, {})), outputs)
+    graph._codegen = fx.graph._PyTreeCodeGen(info)
+    return _make_graph_module(root, graph)
+
+
+def _evaluated(expr: Any, args: tuple[Any, ...]) -> Any:
+    """An input check's expression, evaluated on the flat inputs."""
+    from stitchgen import ir
+
+    if isinstance(expr, ir.Literal):
+        return expr.value
+    if isinstance(expr, ir.Name):
+        return args[int(expr.id.rpartition("_")[2])]
+    if isinstance(expr, ir.Size):
+        return _evaluated(expr.value, args).size()[expr.dim]
+    ops = {"==": operator.eq, "<=": operator.le, ">=": operator.ge, "*": operator.mul}
+    return ops[expr.op](_evaluated(expr.left, args), _evaluated(expr.right, args))
+
+
+def _size(i: int, dim: int) -> Any:
+    from stitchgen import ir
+
+    return ir.Size(ir.Name(ir.ARGUMENT.format(i)), dim)
+
+
+def _compared(left: Any, op: str, right: Any) -> Any:
+    from stitchgen import ir
+
+    wrap = lambda v: v if isinstance(v, ir.Node) else ir.Literal(v)  # noqa: E731
+    return ir.Compare(wrap(left), op, wrap(right))
+
+
+def _aten(g: fx.Graph, name: str, target: Any, *args: Any) -> Any:
+    """A call as export's graph has it: an aten overload, the node named as export names it."""
+    return g.call_function(target, args, name=name)
+
+
+def _linear_arm(g: fx.Graph) -> Any:
+    """A branch reading a weight, a bias and a buffer (its operands)."""
+    a, w, b, calls = (g.placeholder(n) for n in ("x", "lin_weight", "lin_bias", "calls"))
+    linear = _aten(g, "linear", ATEN.linear.default, a, w, b)
+    return (_aten(g, "add", ATEN.add.Tensor, linear, calls),)
+
+
+@case
+def exported_branches(device: str) -> Case:
+    """An exported program whose ``cond`` reads the module's state: the
+    true branch calls a linear layer (its weight and bias) and reads a
+    buffer, the false one holds a nested ``cond`` reading the weight;
+    export's checks (a dynamic dimension's bounds, static sizes, a
+    relation between two inputs' dimensions), and a buffer the forward
+    mutates (``calls += 1``)."""
+
+    def inner_true(g: fx.Graph) -> Any:
+        a, w = g.placeholder("x"), g.placeholder("lin_weight")
+        return (_aten(g, "linear", ATEN.linear.default, a, w),)
+
+    def inner_false(g: fx.Graph) -> Any:
+        a, _ = g.placeholder("x"), g.placeholder("lin_weight")
+        return (_aten(g, "mul", ATEN.mul.Tensor, a, 2),)
+
+    def false_arm(g: fx.Graph) -> Any:
+        a, w, _, calls = (g.placeholder(n) for n in ("x", "lin_weight", "lin_bias", "calls"))
+        mean = _aten(g, "mean", ATEN.mean.default, a)
+        pred = _aten(g, "gt", ATEN.gt.Scalar, mean, 0)
+        inner = _cond(g, pred, ("true_graph_0", "false_graph_0"), (a, w))
+        first = g.call_function(operator.getitem, (inner, 0), name="getitem")
+        return (_aten(g, "sub", ATEN.sub.Tensor, first, calls),)
+
+    def build(g: fx.Graph) -> Any:
+        x, y = g.placeholder("x"), g.placeholder("y")
+        weight, bias, calls = (g.get_attr(n) for n in ("lin.weight", "lin.bias", "calls"))
+        g.call_module("_guards_fn", (x, y))
+        _aten(g, "add_", ATEN.add_.Tensor, calls, 1)
+        pred = _aten(g, "gt", ATEN.gt.Scalar, _aten(g, "sum_1", ATEN.sum.default, x), 0)
+        picked = _cond(g, pred, ("true_graph_0", "false_graph_0"), (x, weight, bias, calls))
+        value = g.call_function(operator.getitem, (picked, 0), name="getitem")
+        summed = _aten(g, "sum_2", ATEN.sum.dim_IntList, y, [0])
+        return (_aten(g, "add", ATEN.add.Tensor, value, summed),)
+
+    arms = {"true_graph_0": inner_true, "false_graph_0": inner_false}
+    inner = {name: graph_module({}, arm) for name, arm in arms.items()}
+    root = torch.nn.Module()
+    root.add_module("lin", torch.nn.Linear(4, 4, device=device))
+    root.add_module("true_graph_0", graph_module({}, _linear_arm))
+    root.add_module("false_graph_0", graph_module(inner, false_arm))
+    root.register_buffer("calls", torch.zeros((), device=device))
+    x, y = torch.randn(5, 4, device=device), torch.randn(10, 4, device=device)
+    from stitchgen import ir
+
+    twice = ir.BinOp(ir.Literal(2), "*", _size(0, 0))
+    checks = [
+        (_compared(_size(0, 0), ">=", 3), "x.size()[0] >= 3"),
+        (_compared(_size(0, 0), "<=", 16), "x.size()[0] <= 16"),
+        (_compared(_size(0, 1), "==", 4), "x.size()[1] == 4"),
+        (_compared(_size(1, 1), "==", 4), "y.size()[1] == 4"),
+        (_compared(twice, "==", _size(1, 0)), "2 * x.size()[0] == y.size()[0]"),
+    ]
+    return Case(_exported(root, build, ["x", "y"], (x, y), checks), (x, y))
+
+
+@case
+def exported_loop(device: str) -> Case:
+    """An exported program whose ``while_loop`` body reads a weight (an
+    additional input read by get_attr), its static sizes checked."""
+
+    def test(g: fx.Graph) -> Any:
+        i, _, _, limit = (g.placeholder(n) for n in ("i", "v", "weight", "n"))
+        return _aten(g, "lt", ATEN.lt.Tensor, i, limit)
+
+    def step(g: fx.Graph) -> Any:
+        i, v, w, _ = (g.placeholder(n) for n in ("i", "v", "weight", "n"))
+        mm = _aten(g, "mm", ATEN.mm.default, v, w)
+        return (_aten(g, "add", ATEN.add.Tensor, i, 1), _aten(g, "tanh", ATEN.tanh.default, mm))
+
+    def build(g: fx.Graph) -> Any:
+        n, x = g.placeholder("n"), g.placeholder("x")
+        weight = g.get_attr("weight")
+        g.call_module("_guards_fn", (n, x))
+        start = _aten(g, "zeros_like", ATEN.zeros_like.default, n)
+        parts = (g.get_attr("while_loop_cond_graph_0"), g.get_attr("while_loop_body_graph_0"))
+        carried = (start, x)
+        looped = g.call_function(
+            HIGHER_ORDER.while_loop, (*parts, carried, (weight, n)), name="while_loop"
+        )
+        return (g.call_function(operator.getitem, (looped, 1), name="getitem_1"),)
+
+    root = torch.nn.Module()
+    root.add_module("while_loop_cond_graph_0", graph_module({}, test))
+    root.add_module("while_loop_body_graph_0", graph_module({}, step))
+    root.weight = torch.nn.Parameter(torch.randn(4, 4, device=device) / 4)
+    n, x = torch.tensor(3, device=device), torch.randn(2, 4, device=device)
+    checks = [
+        (_compared(_size(1, 0), "==", 2), "x.size()[0] == 2"),
+        (_compared(_size(1, 1), "==", 4), "x.size()[1] == 4"),
+    ]
+    return Case(_exported(root, build, ["n", "x"], (n, x), checks), (n, x))
+
+
 # -- template sets -----------------------------------------------------------
 
 
@@ -700,6 +876,7 @@ TEMPLATE_SETS: dict[str, tuple[Callable[[], Templates], list[str]]] = {
             "nested_cond",
             "while_loop_counter",
             "invoke_subgraph_repeated",
+            "exported_branches",
         ],
     ),
     "vllm": (
@@ -716,6 +893,7 @@ TEMPLATE_SETS: dict[str, tuple[Callable[[], Templates], list[str]]] = {
             "while_loop_counter",
             "invoke_subgraph_repeated",
             "split_pieces_with_cond",
+            "exported_branches",
         ],
     ),
     "downstream": (downstream_templates, ["decoder_1_layer", "nested_children"]),

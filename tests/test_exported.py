@@ -290,14 +290,16 @@ def test_an_exported_program_renders_under_the_shipped_variants(templates):
 
 
 @pytest.mark.slow
-def test_boxed_inputs_take_an_exported_program_unchecked_only():
+def test_boxed_inputs_take_an_exported_programs_inputs_as_one_list():
+    """``boxed=True``: the inputs in one list, in the exported order (a
+    keyword last): the list is their structure; the other checks hold."""
     ep = _shaped()
-    with pytest.raises(stitchgen.CodegenError, match=r"\['\*args', '\*\*kwargs'\].*check_inputs"):
-        stitchgen.generate(ep, boxed=True)
-    fn, module = stitchgen.compile(ep, boxed=True, check_inputs=False), ep.module()
+    fn, module = stitchgen.compile(ep, boxed=True), ep.module()
     args, kwargs = _CALLS[0]
     boxed, called = lambda *a: fn([*a, *kwargs.values()]), lambda *a: module(*a, **kwargs)
     assert_runs_same(boxed, called, args, module)
+    for args, kwargs in _CALLS[3:8]:
+        assert _outcome(fn, ([*args, *kwargs.values()],), {}) == _outcome(module, args, kwargs)
 
 
 @pytest.mark.slow
@@ -306,6 +308,8 @@ def test_an_artifact_of_an_exported_program_stands_alone(tmp_path):
     lowering, the rendering or Jinja; it equals ``ep.module()``, checks
     included, and adds to its own copy of the mutated buffer call after call."""
     ep = _shaped()
+    state = ep.state_dict["calls"]
+    saved = state.clone()  # (where the artifact's own copy starts)
     path = stitchgen.generate(ep).save(tmp_path / "artifact")
     calls = [_CALLS[0], _CALLS[2], _CALLS[0], _CALLS[3], _CALLS[8]]
     torch.save(calls, tmp_path / "calls.pt")
@@ -327,11 +331,8 @@ def test_an_artifact_of_an_exported_program_stands_alone(tmp_path):
     subprocess.run([sys.executable, "-c", script], check=True)
     loaded, outcomes = torch.load(tmp_path / "out.pt")
     assert loaded == []
-    module, state = ep.module(), ep.state_dict["calls"]
-    saved = state.clone()
+    module = ep.module()
     try:
-        with torch.no_grad():
-            state.zero_()  # (the artifact's own copy starts where the program was saved)
         for (args, kwargs), got in zip(calls, outcomes, strict=True):
             try:
                 assert_same(got, module(*args, **kwargs))

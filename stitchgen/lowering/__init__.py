@@ -1145,7 +1145,9 @@ def build_program(
     if const_pool is not None:
         decls.continue_pool(const_pool.values, const_pool.index)
     entry = lowerer.function(gm, prefix="", name=name)
-    checked = bool(lowerer.checked)  # export's: the pre-hook's check of the inputs too
+    # export's checks: the pre-hook's of the inputs' structure too, but for
+    # boxed inputs (one list, in the exported order: the list is the structure)
+    checked = bool(lowerer.checked) and not options.boxed
     if pytree_info(gm) is not None:
         from .pytree import pytree_entry  # imported for such a graph only (start-up)
 
@@ -1156,14 +1158,10 @@ def build_program(
     if options.boxed:
         if not convention.boxed:
             raise ValueError(f"boxed inputs are not part of the {convention.name} convention")
-        odd = [
-            p.keyword or p.kind + p.name for p in entry.params if p.kind or p.default is not None
-        ]
+        odd = [p.keyword for p in entry.params if p.kind or p.default is not None]
         if odd:
-            exported = " (an exported program's checked inputs: check_inputs=False)" * checked
             raise CodegenError(
-                f"boxed inputs need plain positional parameters; {odd} have defaults or are "
-                f"*args{exported}"
+                f"boxed inputs need plain positional parameters; {odd} have defaults or are *args"
             )
         entry = _boxed(entry)
     unused = lowerer.opaque - set(decls.submod_index)
