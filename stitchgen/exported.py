@@ -69,6 +69,13 @@ def unlifted(ep: Any, checks: bool = True) -> fx.GraphModule:
         gm = ep.module()
     guards = getattr(gm, "_guards_fn", None)
     if guards is None or not made:
+        if checks and gm.graph.find_nodes(op="placeholder"):
+            raise CodegenError(
+                "this program records no example inputs, so ep.module() checks its inputs "
+                "in a pre-hook of its own (RuntimeError: Expected input at ...), which "
+                "stitchgen does not write as code; pass check_inputs=False to leave the "
+                "checks out"
+            )
         return gm
     if checks:
         (code, paths), *_ = made

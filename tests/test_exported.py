@@ -388,3 +388,31 @@ def test_the_export_command_refuses_in_one_line_and_leaves_nothing(tmp_path, cap
         assert err.count("\n") == 1 and said in err and err.startswith("stitchgen export: error:")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["junk.pt2", "occupied", "shaped.pt2"]
     assert [p.name for p in occupied.iterdir()] == ["notes.txt"]
+
+
+@pytest.mark.slow
+def test_a_program_whose_checks_torch_runs_in_its_pre_hook_is_refused():
+    """With no example inputs, ``ep.module()`` checks in a pre-hook of its
+    own (no check child): refused, never unchecked, unless asked."""
+    import copy
+
+    ep = copy.copy(_shaped())
+    ep.example_inputs = None
+    with pytest.raises(stitchgen.CodegenError, match="records no example inputs"):
+        stitchgen.generate(ep)
+    assert "raise" not in stitchgen.generate(ep, check_inputs=False).code
+
+
+@pytest.mark.slow
+def test_a_dimension_of_min_two_takes_sizes_zero_and_one_as_ep_module_does():
+    class Doubled(torch.nn.Module):
+        def forward(self, x):
+            return x * 2
+
+    dim = torch.export.Dim("n", min=2, max=8)
+    ep = torch.export.export(Doubled(), (torch.randn(4, 3),), dynamic_shapes=({0: dim},))
+    fn, module = stitchgen.compile(ep), ep.module()
+    for rows in (0, 1, 2, 8, 9):
+        call = ((torch.randn(rows, 3),), {})
+        assert _outcome(fn, *call) == _outcome(module, *call), rows
+    assert _outcome(fn, (torch.randn(9, 3),), {})[0] is AssertionError
