@@ -211,8 +211,8 @@ ARITHMETIC = frozenset({"+", "-", "*", "//", "%"})
 
 
 @record
-class Compare(Node):
-    """``left op right``, ``op`` one of :data:`COMPARISONS`."""
+class _Binary(Node):
+    """``left op right`` (the two kinds below share its fields and ``__init__``)."""
 
     left: Expr = field(metadata=EXPR)
     op: str
@@ -226,18 +226,13 @@ class Compare(Node):
 
 
 @record
-class BinOp(Node):
+class Compare(_Binary):
+    """``left op right``, ``op`` one of :data:`COMPARISONS`."""
+
+
+@record
+class BinOp(_Binary):
     """``left op right``, ``op`` one of :data:`ARITHMETIC`."""
-
-    left: Expr = field(metadata=EXPR)
-    op: str
-    right: Expr = field(metadata=EXPR)
-
-    def __init__(self, left: Expr, op: str, right: Expr) -> None:
-        d = self.__dict__
-        d["left"] = left
-        d["op"] = op
-        d["right"] = right
 
 
 @record
