@@ -151,6 +151,21 @@ def _expression(text: str, globals: dict[str, list[str]]) -> dict[str, Any]:
     return {"source": text, "globals": globals, "modules": list(dict.fromkeys(modules))}
 
 
+def _spec_modules(spec: Any) -> list[str]:
+    """The modules defining the node types of a pytree ``spec`` that are not
+    Python's own (a model's output class): imported, under the store's
+    import rules, before the spec is read back (they register the types)."""
+    found: list[str] = []
+    todo = [spec]
+    while todo:
+        node = todo.pop()
+        module = getattr(node.type, "__module__", "builtins") if node.type is not None else None
+        if module not in (None, "builtins", "collections"):
+            found.append(module)
+        todo.extend(map(node.child, range(node.num_children)))
+    return list(dict.fromkeys(found))
+
+
 def _form(value: Any) -> dict[str, Any] | None:
     """The source form of ``value``, None if it has none (then it goes to
     ``consts.pt``); an ArtifactError for an ``__fx_repr__`` that cannot be
@@ -170,7 +185,10 @@ def _form(value: Any) -> dict[str, Any] | None:
             text = pytree.treespec_dumps(value)
         except Exception as exc:
             raise ArtifactError(f"torch cannot write this TreeSpec ({exc})") from None
-        return _expression(f"torch.utils._pytree.treespec_loads({literal_source(text)})", {})
+        loads = f"torch.utils._pytree.treespec_loads({literal_source(text)})"
+        form = _expression(loads, {})
+        form["modules"] = list(dict.fromkeys([*form["modules"], *_spec_modules(value)]))
+        return form
     if type(value) is slice:
         parts = (value.start, value.stop, value.step)
         if all(is_primitive(p) for p in parts):

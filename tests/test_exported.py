@@ -417,3 +417,42 @@ def test_a_dimension_of_min_two_takes_sizes_zero_and_one_as_ep_module_does():
         call = ((torch.randn(rows, 3),), {})
         assert _outcome(fn, *call) == _outcome(module, *call), rows
     assert _outcome(fn, (torch.randn(9, 3),), {})[0] is AssertionError
+
+
+@pytest.mark.slow
+def test_a_programs_own_output_type_is_imported_as_the_store_allows(tmp_path):
+    """A ``transformers`` model's output class, a pytree node of its own:
+    its artifact names the module to import (an ``ArtifactError`` until it
+    is allowed), and loads with ``allow_imports`` equal to ``ep.module()``."""
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    config = LlamaConfig(
+        vocab_size=64, hidden_size=32, intermediate_size=64, num_hidden_layers=1,
+        num_attention_heads=2, num_key_value_heads=1, use_cache=False,
+    )  # fmt: skip
+    torch.manual_seed(0)
+    ids = torch.randint(0, 64, (1, 6))
+    ep = torch.export.export(LlamaForCausalLM(config).eval(), (ids,))
+    path = stitchgen.generate(ep).save(tmp_path / "artifact")
+    torch.save(ids, tmp_path / "ids.pt")
+    script = textwrap.dedent(
+        f"""
+        import torch, stitchgen
+        try:
+            stitchgen.load_artifact({str(path)!r})
+        except stitchgen.ArtifactError as e:
+            print(e)
+        fn = stitchgen.load_artifact({str(path)!r}, allow_imports=["transformers.modeling_outputs"])
+        out = fn(torch.load({str(tmp_path / "ids.pt")!r}))
+        torch.save((type(out).__qualname__, out.logits), {str(tmp_path / "out.pt")!r})
+        """
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script], check=True, capture_output=True, text=True
+    )
+    assert "imports ['transformers.modeling_outputs'], not imported" in done.stdout
+    kind, logits = torch.load(tmp_path / "out.pt")
+    with torch.no_grad():
+        expected = ep.module()(ids)
+    assert kind == type(expected).__qualname__ == "CausalLMOutputWithPast"
+    assert_same(logits, expected.logits.detach())
