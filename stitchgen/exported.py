@@ -68,24 +68,29 @@ def unlifted(ep: Any, checks: bool = True) -> fx.GraphModule:
     with _recorded() as made:
         gm = ep.module()
     guards = getattr(gm, "_guards_fn", None)
-    if guards is None or not made:
-        if checks and gm.graph.find_nodes(op="placeholder"):
-            raise CodegenError(
-                "this program records no example inputs, so ep.module() checks its inputs "
-                "in a pre-hook of its own (RuntimeError: Expected input at ...), which "
-                "stitchgen does not write as code; pass check_inputs=False to leave the "
-                "checks out"
-            )
+    if not checks:
+        if guards is not None:
+            graph = gm.graph
+            for node in graph.find_nodes(op="call_module", target="_guards_fn"):
+                graph.erase_node(node)
+            del gm._guards_fn
+            gm.recompile()
         return gm
-    if checks:
+    if guards is not None and made:
         (code, paths), *_ = made
         gm._guards_fn = InputChecks(_checks(code, paths), guards)
-    else:
-        graph = gm.graph
-        for node in graph.find_nodes(op="call_module", target="_guards_fn"):
-            graph.erase_node(node)
-        del gm._guards_fn
-        gm.recompile()
+    elif guards is not None:
+        raise CodegenError(
+            "this torch's ep.module() makes its check child in a way stitchgen does not read "
+            "(no torch.export._unlift._convert_guards_code_to_fn); pass check_inputs=False "
+            "to leave export's checks out"
+        )
+    elif gm.graph.find_nodes(op="placeholder"):
+        raise CodegenError(
+            "this program records no example inputs, so ep.module() checks its inputs in a "
+            "pre-hook of its own (RuntimeError: Expected input at ...), which stitchgen does "
+            "not write as code; pass check_inputs=False to leave the checks out"
+        )
     return gm
 
 
@@ -104,8 +109,11 @@ def _recorded() -> Iterator[list[tuple[list[str], list[Any]]]]:
 
     made: list[tuple[list[str], list[Any]]] = []
     thread = threading.get_ident()
-    with _LOCK:
-        convert = _unlift._convert_guards_code_to_fn
+    with _LOCK:  # (read and patched under it: one recording at a time)
+        convert = getattr(_unlift, "_convert_guards_code_to_fn", None)
+        if convert is None:  # (another torch: nothing recorded, see unlifted)
+            yield made
+            return
 
         def recording(code: list[str], paths: list[Any], *rest: Any, **kw: Any) -> Any:
             if threading.get_ident() == thread:
