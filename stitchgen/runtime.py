@@ -20,6 +20,12 @@ torch.is_grad_enabled():``), so under ``torch.no_grad()`` and
 :func:`condition` refuses what ``while_loop`` refuses of its condition's
 value, where the graph's metadata does not tell its type (the lowering
 refuses the rest when it makes the program).
+
+:func:`grad_mode` and :func:`autocast` run a subgraph under grad mode or
+autocast, as ``wrap_with_set_grad_enabled`` and ``wrap_with_autocast`` do
+(``torch.no_grad()`` or ``torch.autocast`` blocks in an exported model);
+:func:`inputs` takes an exported program's inputs, as ``ep.module()``
+checks them.
 """
 
 from __future__ import annotations
@@ -28,7 +34,7 @@ from typing import Any
 
 import torch
 
-__all__ = ["condition", "inputs", "tie"]
+__all__ = ["autocast", "condition", "grad_mode", "inputs", "tie"]
 
 
 def condition(value: Any) -> Any:
@@ -48,6 +54,28 @@ def condition(value: Any) -> Any:
     ):
         return value
     raise RuntimeError(f"cond_fn must return a boolean scalar tensor or a boolean but got {value}")
+
+
+def grad_mode(enabled: bool, fn: Any, *args: Any) -> Any:
+    """``fn(*args)`` with grad mode ``enabled``, as
+    ``wrap_with_set_grad_enabled`` runs its subgraph (``fn``: the
+    subgraph, a function of the generated code).
+
+    >>> with torch.enable_grad():
+    ...     grad_mode(False, torch.is_grad_enabled)
+    False
+    """
+    with torch.set_grad_enabled(enabled):
+        return fn(*args)
+
+
+def autocast(
+    device_type: str, dtype: Any, enabled: bool, cache_enabled: Any, fn: Any, *args: Any
+) -> Any:
+    """``fn(*args)`` under ``torch.autocast(device_type, dtype, enabled,
+    cache_enabled)``, as ``wrap_with_autocast`` runs its subgraph."""
+    with torch.autocast(device_type, dtype, enabled, cache_enabled):
+        return fn(*args)
 
 
 def inputs(

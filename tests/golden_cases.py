@@ -808,8 +808,8 @@ def exported_branches(device: str) -> Case:
 
 @case
 def exported_loop(device: str) -> Case:
-    """An exported program whose ``while_loop`` body reads a weight (an
-    additional input read by get_attr), its static sizes checked."""
+    """An exported program whose ``while_loop`` body reads a (frozen)
+    weight, an additional input read by get_attr; its static sizes checked."""
 
     def test(g: fx.Graph) -> Any:
         i, _, _, limit = (g.placeholder(n) for n in ("i", "v", "weight", "n"))
@@ -835,7 +835,9 @@ def exported_loop(device: str) -> Case:
     root = torch.nn.Module()
     root.add_module("while_loop_cond_graph_0", graph_module({}, test))
     root.add_module("while_loop_body_graph_0", graph_module({}, step))
-    root.weight = torch.nn.Parameter(torch.randn(4, 4, device=device) / 4)
+    # a frozen weight: torch 2.11's while_loop cannot run a graph without FX
+    # metadata under grad (see loops_run_under_grad), and this graph is the oracle
+    root.register_buffer("weight", torch.randn(4, 4, device=device) / 4)
     n, x = torch.tensor(3, device=device), torch.randn(2, 4, device=device)
     checks = [
         (_compared(_size(1, 0), "==", 2), "x.size()[0] == 2"),

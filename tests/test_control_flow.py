@@ -920,3 +920,37 @@ def test_an_operator_left_as_a_call_is_said_with_why():
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # a lowered one says nothing
         stitchgen.generate(CASES["cond_branches"]("cpu").gm)
+
+
+@pytest.mark.parametrize(
+    "settings",
+    [("wrap_with_set_grad_enabled", (False,)), ("wrap_with_set_grad_enabled", (True,)),
+     ("wrap_with_autocast", ("cpu", torch.bfloat16, True, None))],
+)  # fmt: skip
+def test_a_grad_mode_or_autocast_block_is_a_function_called_under_it(settings):
+    """``wrap_with_set_grad_enabled`` and ``wrap_with_autocast`` (a
+    ``torch.no_grad()`` or ``torch.autocast`` block, as torch 2.11 exports a
+    ``transformers`` model's rotary embedding): the subgraph as a function
+    of the program, run under the mode by ``stitchgen.runtime``."""
+    name, given = settings
+
+    def block(g: fx.Graph) -> Any:
+        a, b = g.placeholder("a"), g.placeholder("b")
+        return (g.call_function(torch.matmul, (a, b)), g.call_function(torch.sin, (a,)))
+
+    def root(g: fx.Graph) -> Any:
+        x, w = g.placeholder("x"), g.placeholder("w")
+        out = g.call_function(getattr(HIGHER_ORDER, name), (*given, g.get_attr("submod_1"), x, w))
+        first = g.call_function(operator.getitem, (out, 0))
+        return g.call_function(torch.add, (first, g.call_function(operator.getitem, (out, 1))))
+
+    gm = graph_module({"submod_1": graph_module({}, block)}, root)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", stitchgen.LeftAsCallWarning)
+        generated = stitchgen.generate(gm)
+    helper = "grad_mode" if name.endswith("enabled") else "autocast"
+    assert f"runtime_{helper}(" in generated.code and "def inlined_submod_1(" in generated.code
+    fn = stitchgen.load(generated)
+    x, w = torch.randn(3, 3), torch.randn(3, 3)
+    for inputs in [(x, w), (x.requires_grad_(), w)]:
+        assert_runs_same(fn, gm, inputs)

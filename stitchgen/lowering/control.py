@@ -13,6 +13,11 @@ are ``GraphModule``s reached by ``get_attr``.
 * ``invoke_subgraph(subgraph, identifier, *operands)`` and
   ``wrap(fn, *args)`` → a call of the subgraph as one function of the
   program, written once and called at every site (twins share one).
+* ``wrap_with_set_grad_enabled(enabled, fn, *args)`` and
+  ``wrap_with_autocast(device_type, dtype, enabled, cache_enabled, fn,
+  *args)`` (a ``torch.no_grad()`` or ``torch.autocast`` block) → the
+  subgraph as a function of the program, called through
+  :func:`stitchgen.runtime.grad_mode` or :func:`stitchgen.runtime.autocast`.
 
 Any other operator with subgraphs, or one of these in a form this module
 does not know (another signature, a subgraph with hooks or a calling
@@ -36,9 +41,11 @@ from ..identifiers import Namespace
 from ..ir import (
     CONDITION,
     GRAD_MODE,
+    MODES,
     TIE,
     Assign,
     Break,
+    Call,
     Expr,
     GlobalRef,
     If,
@@ -55,7 +62,16 @@ from ..ir import (
 __all__ = ["LOWERED", "Plan", "lower_flow", "plan_for"]
 
 #: the higher-order operators lowered as code (by ``torch.ops.higher_order`` name)
-LOWERED = ("cond", "while_loop", "invoke_subgraph", "wrap")
+LOWERED = (
+    "cond",
+    "while_loop",
+    "invoke_subgraph",
+    "wrap",
+    "wrap_with_set_grad_enabled",
+    "wrap_with_autocast",
+)
+#: how many settings come before the subgraph of a mode's wrapper (:data:`~stitchgen.ir.MODES`)
+_SETTINGS = {"wrap_with_set_grad_enabled": 1, "wrap_with_autocast": 4}
 
 _Subgraph = tuple[str, fx.GraphModule]
 
@@ -105,6 +121,13 @@ def plan_for(lowerer: Any, gm: fx.GraphModule, node: fx.Node) -> Plan | str:
         subgraphs = _subgraphs(lowerer, gm, args[:1], len(args) - 1)
         if subgraphs is not None:
             plan = Plan(name, subgraphs, tuple(args[1:]), None)
+    elif name in _SETTINGS and len(args) > _SETTINGS[name] and not kwargs:
+        at = _SETTINGS[name]  # the settings (plain values), then the subgraph and its inputs
+        settings = args[:at]
+        if not any(_node(a) for a in settings):
+            subgraphs = _subgraphs(lowerer, gm, args[at : at + 1], len(args) - at - 1)
+            if subgraphs is not None:
+                plan = Plan(name, subgraphs, tuple(args[at + 1 :]), None)
     if plan is None:
         return (
             "it is in a form stitchgen does not lower (another signature, a subgraph with hooks "
@@ -233,6 +256,17 @@ def lower_flow(
     ``local`` is the node's own local, ``inlined`` whether its graph is a
     subgraph lowered where it runs. Its value, for the nodes that read it."""
     operands = [lowerer.arg(a, node, env) for a in plan.operands]
+    if plan.kind in MODES:  # the subgraph, called under its grad mode or autocast
+        attribute, child = plan.subgraphs[0]
+        callee = lowerer.inline(child, prefix + attribute, node)
+        settings = [lowerer.arg(a, node, env) for a in node.args[: _SETTINGS[plan.kind]]]
+        run = MODES[plan.kind]
+        body.append(
+            Call(local, run, (*settings, callee, *operands), (), node.name, lowerer.where(node))
+        )
+        lowerer.decls.imports.add(run.module)
+        lowerer.decls.reserved.add(run.module.partition(".")[0])
+        return Name(local)
     if plan.kind in ("invoke_subgraph", "wrap"):
         attribute, child = plan.subgraphs[0]
         callee = lowerer.inline(child, prefix + attribute, node)
