@@ -2,6 +2,7 @@
 statement kind without a block is an error, never nothing."""
 
 import dataclasses
+import re
 
 import downstream_hooks
 import jinja2
@@ -247,3 +248,24 @@ def test_a_subclass_of_an_ir_statement_renders_as_its_base(templates, tmp_path):
     assert generated.code.count("(") == plain.code.count("(")
     fn = stitchgen.load(generated)
     assert_runs_same(fn, case.reference, case.inputs, case.gm)
+
+
+def test_the_body_union_and_the_emit_table_name_every_statement_kind():
+    """A statement kind added to the IR is one a body may hold
+    (``ir.BodyStmt``: every kind but the ``Unbox`` that opens a function)
+    and has its row in docs/templates.md's ``emit`` table, whose every
+    method the templates' ``emit`` has, or this fails."""
+    import typing
+    from pathlib import Path
+
+    from stitchgen.filters import BlockText
+
+    assert set(typing.get_args(ir.BodyStmt)) == set(ir.STATEMENTS) - {ir.Unbox}
+    docs = (Path(__file__).parents[1] / "docs" / "templates.md").read_text()
+    section = docs.split("### `emit`: the shipped text, block by block", 1)[1].split("\n### ")[0]
+    rows = [line.split(" | ") for line in section.splitlines() if line.startswith("| `emit.")]
+    blocks = {name for row in rows for name in re.findall(r"`(\w+)`", row[1])}
+    missing = sorted(cls.template for cls in ir.STATEMENTS if cls.template not in blocks)
+    assert not missing, f"no row of the emit table writes the block(s) {missing}"
+    methods = {name for row in rows for name in re.findall(r"`emit\.(\w+)\(", row[0])}
+    assert methods and not sorted(m for m in methods if not hasattr(BlockText, m))
