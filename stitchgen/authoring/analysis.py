@@ -25,10 +25,9 @@ import jinja2
 from jinja2 import nodes
 from jinja2.runtime import LoopContext
 
-from ..environment import STATEMENT_GLOBALS
+from ..environment import STATEMENT_GLOBALS, closest, no_attribute, public_attributes
 from ..filters import BlockText
 from ..ir import CLASSES, STATEMENTS, Program, Unbox
-from .attributes import closest, no_attribute, public_attributes
 from .report import Problem
 from .sources import Source, shipped_definer
 from .typing_ir import attribute_types, items_of, narrowed

@@ -30,8 +30,8 @@ from typing import Any
 import jinja2
 from jinja2 import nodes
 
+from ..environment import closest
 from .analysis import ENTRY_CONTEXT, Walk
-from .attributes import closest
 from .lock import stale
 from .report import Problem, TemplateReport
 from .sources import Library, Source
