@@ -456,3 +456,26 @@ def test_a_programs_own_output_type_is_imported_as_the_store_allows(tmp_path):
         expected = ep.module()(ids)
     assert kind == type(expected).__qualname__ == "CausalLMOutputWithPast"
     assert_same(logits, expected.logits.detach())
+
+
+@pytest.mark.slow
+def test_an_exported_four_layer_llama_equals_ep_module():
+    """The benchmark's model (``benchmarks/bench.py``, exported): hidden 64,
+    a sequence of 8, ``use_cache=False``; with its checks as code."""
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    config = LlamaConfig(
+        vocab_size=128, hidden_size=64, intermediate_size=128, num_hidden_layers=4,
+        num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=64,
+        use_cache=False,
+    )  # fmt: skip
+    torch.manual_seed(0)
+    model = LlamaForCausalLM(config).eval()
+    ids = torch.randint(0, 128, (1, 8))
+    ep = torch.export.export(model, (ids,))
+    fn, module = stitchgen.compile(ep), ep.module()
+    with torch.no_grad():
+        assert_runs_same(lambda i: fn(i).logits, lambda i: module(i).logits, (ids,), module)
+    assert _outcome(fn, (torch.randint(0, 128, (1, 9)),), {}) == _outcome(
+        module, (torch.randint(0, 128, (1, 9)),), {}
+    )
