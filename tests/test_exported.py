@@ -90,6 +90,7 @@ def _paths(*inputs):
         yield tuple(grad)
 
 
+@pytest.mark.slow
 def test_a_branch_calling_a_linear_and_reading_a_buffer_is_an_if():
     gm, code, fn = _lowered(_LinearInBranch)
     assert "if gt:" in code and "aten_linear_default(" in code and "cond" not in code
