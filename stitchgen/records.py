@@ -31,7 +31,7 @@ else:
         return lambda decorator: decorator
 
 
-__all__ = ["BODY_ROLES", "Record", "Schema", "record", "schema_of"]
+__all__ = ["BODY_ROLES", "SCHEMAS", "Record", "Schema", "record", "schema_of"]
 
 #: the roles of fields that hold nested bodies (:mod:`stitchgen.ir`: ``BODY``,
 #: ``BRANCH``, ``LOOP``)
@@ -45,6 +45,7 @@ class Schema:
     them (class data, computed once per class)."""
 
     __slots__ = (
+        "always",
         "bodies",
         "compared",
         "conditional",
@@ -99,19 +100,22 @@ class Schema:
         self.conditional = tuple(
             n for n, role in self.roles if role in BODY_ROLES and role != "body"
         )
+        #: the nested bodies that always run once (their locals are the statement's)
+        self.always = tuple(n for n in self.bodies if n not in self.conditional)
 
 
-#: schemas by class (a cache, safe to share: a class's fields do not change)
-_SCHEMAS: dict[type, Schema] = {}
+#: schemas by class (a cache, safe to share: a class's fields do not change);
+#: the one cache keyed by an IR class, which the walkers read in their loops
+SCHEMAS: dict[type, Schema] = {}
 
 
 def schema_of(cls: type) -> Schema:
     """The :class:`Schema` of the dataclass ``cls`` (computed once per class)."""
-    schema = _SCHEMAS.get(cls)
+    schema = SCHEMAS.get(cls)
     if schema is None:
         if not (isinstance(cls, type) and dataclasses.is_dataclass(cls)):
             raise TypeError(f"{getattr(cls, '__name__', cls)!s} is not a dataclass")
-        schema = _SCHEMAS[cls] = Schema(cls)
+        schema = SCHEMAS[cls] = Schema(cls)
     return schema
 
 

@@ -39,7 +39,7 @@ from dataclasses import field
 from typing import Any, ClassVar
 
 from ..conventions import PRIMITIVE_TYPES, Linkage
-from ..records import BODY_ROLES, Record, Schema, record, schema_of
+from ..records import BODY_ROLES, SCHEMAS, Record, Schema, record, schema_of
 
 # ==========================================================================
 # the base class and the expressions
@@ -954,25 +954,18 @@ def map_stmt(
     return result
 
 
-#: by class, the fields holding its bodies (a cache, safe to share; the
-#: walker asks for every statement it meets)
-_BODIES: dict[type, tuple[str, ...]] = {}
-
-
 def _bodies(kind: type) -> tuple[str, ...]:
-    fields = _BODIES.get(kind)
-    if fields is None:
-        fields = _BODIES[kind] = _schema(kind).bodies
-    return fields
+    """The fields holding ``kind``'s bodies (its schema's: the walker asks
+    for every statement it meets, through :data:`~stitchgen.records.SCHEMAS`)."""
+    return (SCHEMAS.get(kind) or _schema(kind)).bodies
 
 
 def _map_body(body: tuple[Stmt, ...], fn: Callable[[Stmt], Iterable[Stmt]]) -> tuple[Stmt, ...]:
     out: list[Stmt] = []
-    bodies = _BODIES.get
+    schemas = SCHEMAS.get
     for stmt in body:
-        fields = bodies(type(stmt))
-        if fields is None:
-            fields = _bodies(type(stmt))
+        kind = type(stmt)
+        fields = (schemas(kind) or _schema(kind)).bodies
         if fields:  # its bodies first: fn sees the statement with them mapped
             stmt = _rebuilt(stmt, {f: _map_body(getattr(stmt, f), fn) for f in fields})
         out.extend(fn(stmt))
@@ -1011,12 +1004,10 @@ def iter_statements(body: Sequence[Stmt]) -> Iterable[Stmt]:
     source order (a statement before the statements of its bodies): ``body``
     itself where no statement holds a body (the common case, without a
     generator)."""
-    bodies = _BODIES.get
+    schemas = SCHEMAS.get
     for stmt in body:
-        fields = bodies(type(stmt))
-        if fields is None:
-            fields = _bodies(type(stmt))
-        if fields:
+        kind = type(stmt)
+        if (schemas(kind) or _schema(kind)).bodies:
             return _nested_statements(body)
     return body
 

@@ -79,7 +79,7 @@ from ..ir import (
     reads,
     writes,
 )
-from ..records import Record, record, schema_of
+from ..records import SCHEMAS, Record, record, schema_of
 
 __all__ = [
     "PASSES",
@@ -182,20 +182,6 @@ def place_dels(fn: Function) -> Function:
     return dataclasses.replace(fn, body=tuple(body))
 
 
-#: by statement class: (does it consume a local?, its conditional bodies,
-#: its bodies that always run) — a cache, safe to share
-_KINDS: dict[type, tuple[bool, tuple[str, ...], tuple[str, ...]]] = {}
-
-
-def _kind(cls: type) -> tuple[bool, tuple[str, ...], tuple[str, ...]]:
-    known = _KINDS.get(cls)
-    if known is None:
-        schema = schema_of(cls)
-        always = tuple(n for n in schema.bodies if n not in schema.conditional)
-        known = _KINDS[cls] = (bool(schema.deleting), schema.conditional, always)
-    return known
-
-
 def _place(
     stmts: tuple[Stmt, ...], params: Sequence[str] = (), frees: bool = True
 ) -> tuple[list[Stmt], list[str]]:
@@ -205,15 +191,15 @@ def _place(
     body: list[Stmt] = []
     #: by index in ``body``: what a loop leaves bound (freed after it, as unread)
     left: dict[int, list[str]] = {}
-    kinds = _KINDS.get
+    schemas = SCHEMAS.get  # (each statement's bodies: conditional, or always run)
     breaks = False
     for stmt in stmts:
         kind = type(stmt)
         if kind is Del:
             continue
-        known = kinds(kind) or _kind(kind)
+        schema = schemas(kind) or schema_of(kind)
         breaks = breaks or kind is Break
-        _, conditional, always = known
+        conditional, always = schema.conditional, schema.always
         if conditional or always:  # its bodies first: their own dels, their exits
             changes: dict[str, Any] = {}
             exits: list[str] = []
@@ -240,7 +226,7 @@ def _place(
             continue
         for name in reads(stmt):
             position[name] = i
-        if _KINDS[kind][0]:  # (Dels are gone): what it consumes needs no del
+        if SCHEMAS[kind].deleting:  # (Dels are gone): what it consumes needs no del
             keep.update(deletes(stmt))
         targets = writes(stmt)
         if i in left:
