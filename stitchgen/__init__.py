@@ -44,7 +44,8 @@ if TYPE_CHECKING:  # what the lazy doors below resolve, for type checkers and ID
     from .filters import Code
     from .ir import Program
     from .loading import Generated, load, load_artifact, read_artifact
-    from .pipeline import Options, compile, generate, lower
+    from .options import Options
+    from .pipeline import compile, generate, lower
     from .rendering import Templates, render
     from .split import split_graph
     from .torch_backend import backend
@@ -62,7 +63,7 @@ _DOORS = {
     "GoldenError": "errors",
     "LeftAsCallWarning": "errors",
     "Linkage": "conventions",
-    "Options": "pipeline",
+    "Options": "options",
     "Program": "ir",
     "ProgramError": "errors",
     "StaleTemplateWarning": "errors",

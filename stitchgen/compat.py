@@ -40,8 +40,8 @@ with paused():  # the compile path's modules: see pipeline.paused
     from .errors import BindingError
     from .ir import Calling, FunctionRef, Program, iter_statements
     from .loading import Generated, load
-    from .lowering import ConstPool
-    from .pipeline import Options, dump_if_asked, produce, tracing
+    from .options import ConstPool, Options
+    from .pipeline import dump_if_asked, produce, tracing
     from .rendering import Templates, resolve_templates
 
 __all__ = [
@@ -171,7 +171,7 @@ def _generate(
         generated = produce(split_gm, options, chosen)
         assert generated.program is not None  # generate's record holds its IR
         _refuse_nested_calls(generated.program)
-        dump_if_asked(split_gm, generated, chosen, False)  # only code vLLM may load
+        dump_if_asked(type(split_gm).__name__, generated, chosen, False)  # only code vLLM may load
         code, submod_names, lifted = generated.code, generated.submod_names, generated.consts
         _remember(code, generated.linkage)
         del generated

@@ -54,7 +54,8 @@ with paused():  # the compile path's modules (see above)
     from .errors import BindingError
     from .ir import Program
     from .loading import Generated, compile_source, load
-    from .lowering import Options, build_program, fetch_attr
+    from .lowering import build_program, fetch_attr
+    from .options import Options
     from .passes import run_passes
     from .rendering import Templates, render, resolve_templates
 
@@ -157,12 +158,12 @@ def generate(gm: fx.GraphModule | ExportedProgram, **options: Any) -> Generated:
 def _generate(gm: fx.GraphModule, options: Options) -> Generated:
     templates = resolved(options)
     generated = produce(gm, options, templates)
-    dump_if_asked(gm, generated, templates, options.format, options.dump_dir)
+    dump_if_asked(type(gm).__name__, generated, templates, options.format, options.dump_dir)
     return generated
 
 
 def dump_if_asked(
-    gm: fx.GraphModule,
+    graph: str,
     generated: Generated,
     templates: Templates,
     formatted: bool,
@@ -170,7 +171,8 @@ def dump_if_asked(
 ) -> None:
     """The code, black-formatted under a header, to the dump directory
     (``dump_dir``, else ``$STITCHGEN_DUMP_DIR``) and the structured trace,
-    where either is asked for (``dump.py``: imported only then). ``generate``
+    where either is asked for (``dump.py``: imported only then); its header
+    names ``graph``, the lowered graph's class. ``generate``
     calls it last; ``compat``, once its own refusals have passed."""
     directory = dump_dir if dump_dir is not None else os.environ.get(DUMP_ENV) or None
     if directory is None and not tracing():
@@ -180,7 +182,7 @@ def dump_if_asked(
     program = generated.program
     assert program is not None  # generate's record always holds its IR
     code = generated.code if formatted else render(program, format=True, templates=templates)
-    text = dump.dump_text(program, code, type(gm).__name__)
+    text = dump.dump_text(program, code, graph)
     if directory is not None:
         dump.write_dump(directory, program.name, text)
     if tracing():

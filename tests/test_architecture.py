@@ -106,8 +106,8 @@ LAYERS = [
         "authoring.preview",
     ],
     ["conventions"],
-    # the program
-    ["ir", "ir.serialization", "ir.verifier", "literals", "authoring.typing_ir"],
+    # the program, and what a caller asks of every stage (its options)
+    ["ir", "ir.serialization", "ir.verifier", "literals", "authoring.typing_ir", "options"],
     # what reads the program: its text, its constants' forms, the passes;
     # an exported program as a graph (its checks made as IR)
     [

@@ -26,6 +26,7 @@ COMPILE_PATH = {
     "stitchgen.literals",
     "stitchgen.loading",
     "stitchgen.lowering",
+    "stitchgen.options",
     "stitchgen.passes",
     "stitchgen.pipeline",
     "stitchgen.records",

@@ -17,7 +17,8 @@ import stitchgen
 from stitchgen import ir
 from stitchgen.authoring.specimens import SPECIMENS
 from stitchgen.errors import ProgramError, TemplateError
-from stitchgen.lowering import Options, build_program
+from stitchgen.lowering import build_program
+from stitchgen.options import Options
 from stitchgen.passes import PASSES, pipeline_steps, run_passes
 from stitchgen.rendering import templates_dir
 
