@@ -635,12 +635,6 @@ TIE = GlobalRef("stitchgen.runtime", "tie")
 CONDITION = GlobalRef("stitchgen.runtime", "condition")
 #: what takes an exported program's inputs, as ``ep.module()`` checks them
 INPUTS = GlobalRef("stitchgen.runtime", "inputs")
-#: what runs a subgraph under grad mode or autocast (``wrap_with_set_grad_enabled``,
-#: ``wrap_with_autocast``), by the operator's name
-MODES = {
-    "wrap_with_set_grad_enabled": GlobalRef("stitchgen.runtime", "grad_mode"),
-    "wrap_with_autocast": GlobalRef("stitchgen.runtime", "autocast"),
-}
 
 Stmt = (
     Assign
@@ -1134,7 +1128,6 @@ __all__ = [
     "INPUTS",
     "KWARGS",
     "LOOP",
-    "MODES",
     "PAIRS",
     "REBINDS",
     "TARGET",

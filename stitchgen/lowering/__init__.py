@@ -26,11 +26,12 @@ from __future__ import annotations
 
 import dataclasses
 import enum
+import functools
 import operator
 import os
 import re
 import warnings
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 import torch
@@ -390,6 +391,12 @@ class Declarations:
         #: ``qualified_ref`` answers by object id (call targets repeat a lot)
         self.refs_by_id: dict[int, tuple[Any, GlobalRef | None]] = {}
 
+    def uses(self, *refs: GlobalRef) -> None:
+        """The code's text calls ``refs`` by their qualified names (what
+        :mod:`stitchgen.runtime` gives): their modules imported and reserved."""
+        self.imports.update(ref.module for ref in refs)
+        self.reserved.update(ref.module.partition(".")[0] for ref in refs)
+
     def continue_pool(self, values: tuple[Any, ...], index: Mapping[int, int]) -> None:
         """Number constants after a shared pool's (a ``ConstPool``'s fields)."""
         self.const_values = list(values)
@@ -500,6 +507,8 @@ class Declarations:
 
 
 _GETITEM = operator.getitem
+#: a child that is not there (:meth:`Lowerer.call_module`)
+_MISSING = object()
 #: by call target type: is it a higher-order operator? (a cache, safe to
 #: share: ``isinstance`` against that abstract base class would cost each
 #: node, and ``issubclass`` each new type a walk of all its subclasses)
@@ -544,74 +553,58 @@ class Lowerer:
     # -- functions ------------------------------------------------------
 
     def function(self, gm: fx.GraphModule, prefix: str, name: str) -> Function:
+        """``gm``'s graph as a function: its placeholders the parameters, its
+        nodes' names its locals."""
         params: list[Param] = []
-        body: list[Stmt] = []
-        result = self.statements(gm, prefix, {}, body, None, params)
-        body.append(Return(result))
-        return Function(name, tuple(params), tuple(body), origin=prefix.rstrip("."))
+        scope = Scope(self, gm, prefix, [], inlined=False)
+        scope.body.append(Return(self._lower(scope, params)))
+        return Function(name, tuple(params), tuple(scope.body), origin=prefix.rstrip("."))
 
-    def statements(
+    def in_place(
         self,
         gm: fx.GraphModule,
         prefix: str,
-        env: dict[fx.Node, Expr],
+        operands: Sequence[Expr],
         body: list[Stmt],
-        names: Namespace | None,
-        params: list[Param] | None = None,
-        operands: list[Expr] | None = None,
+        names: Namespace,
     ) -> Expr:
-        """``gm``'s nodes lowered into ``body``; what its output node gives.
-        A function's graph takes ``params`` (its placeholders); its nodes
-        keep their names. A subgraph lowered where it runs (a ``cond``'s
-        branch, a loop's body) binds its placeholders to ``operands``, and
-        its nodes are named apart in ``names``, the function's locals
-        (made at its graph's first higher-order operator: its nodes' names)."""
-        graph = gm.graph
+        """``gm``, a subgraph lowered where it runs (a ``cond``'s branch, a
+        loop's condition or body), into ``body``: its placeholders are
+        ``operands`` (as many as it has: :mod:`.control` checked), its nodes
+        named apart in ``names``, the function's locals. What it gives."""
+        scope = Scope(self, gm, prefix, body, inlined=True, names=names)
+        scope.env.update(zip(gm.graph.find_nodes(op="placeholder"), operands, strict=True))
+        return self._lower(scope, [])
+
+    def _lower(self, scope: Scope, params: list[Param]) -> Expr:
+        """The nodes of ``scope``'s graph lowered into its body; what its
+        output node gives. A placeholder ``scope`` gives no value is one of
+        ``params``."""
+        gm, env, body = scope.gm, scope.env, scope.body
         result: Expr | None = None
         seen: set[str] = set()
-        #: nodes another statement assigns (an unpacked call's getitems, a
-        #: flow's outputs): no statement of their own, and their value
-        absorbed: dict[fx.Node, Expr] = {}
-        inputs = 0
-        for node in graph.nodes:
+        for node in gm.graph.nodes:
             if result is not None:
                 raise CodegenError("node follows the graph's output node", node)
             local = node.name
             if local in seen:  # names are our SSA variables: they must be unique
                 raise CodegenError("another node of this graph has the same name", node)
             seen.add(local)
-            if operands is not None:
-                local = names.create(local)  # type: ignore[union-attr]  # (given with operands)
+            if node in env:  # an operand's placeholder; a node another statement assigns
+                continue
+            if scope.inlined:
+                local = scope.locals.create(local)
             op = node.op
             if op == "call_function":  # the common case first
-                if node in absorbed:
-                    env[node] = absorbed[node]
-                    continue
                 if _is_hop(node.target) and self.flows(gm, node):
                     from .control import lower_flow  # for such a graph only
 
-                    if names is None:  # the function's locals: its graph's names first
-                        names = Namespace({n.name for n in graph.nodes})
-                    inlined = operands is not None
-                    flow = (node, env, body, absorbed, names, local, inlined)
-                    env[node] = lower_flow(self, prefix, *flow, self._plans[node])
+                    env[node] = lower_flow(scope, node, local, self._plans[node])
                     continue
                 body.append(self.call_function(node, env, local))
             elif op == "call_module":
-                checks = self.input_checks(gm, node, env)
-                if checks is not None:  # an exported program's: as code, no binding
-                    body.extend(checks)
-                    continue
-                stmt = self.call_module(gm, prefix, node, env, local, operands is None)
-                if type(stmt) is UnpackCall:  # one getitem per target, and nothing else
-                    absorbed.update({user: Name(user.name) for user in node.users})
-                body.append(stmt)
+                self.call_module(scope, node, local)
             elif op == "placeholder":
-                if operands is not None:  # (checked: as many plain inputs as operands)
-                    env[node] = operands[inputs]
-                    inputs += 1
-                    continue
-                assert params is not None
                 params.append(self.placeholder(node, env))
             elif op == "output":
                 if len(node.args) != 1 or node.kwargs:
@@ -629,7 +622,7 @@ class Lowerer:
             env[node] = Name(local)
         if result is None:
             raise CodegenError(
-                f"graph of {prefix.rstrip('.') or 'the root module'} has no output node"
+                f"graph of {scope.prefix.rstrip('.') or 'the root module'} has no output node"
             )
         return result
 
@@ -642,7 +635,7 @@ class Lowerer:
         if plan is None:
             from .control import plan_for
 
-            plan = self._plans[node] = plan_for(self, gm, node)
+            plan = self._plans[node] = plan_for(functools.partial(self.subgraph, gm), node)
             if type(plan) is str:
                 self.left_as_call(gm, node, plan)
         return type(plan) is not str
@@ -685,18 +678,12 @@ class Lowerer:
         )
 
     def input_checks(
-        self, gm: fx.GraphModule, node: fx.Node, env: dict[fx.Node, Expr]
-    ) -> list[Check] | None:
-        """The checks the ``call_module`` ``node`` runs, as code, where its
-        child holds them (``stitchgen_checks``: an exported program's, see
-        :class:`stitchgen.exported.InputChecks`), each reading the call's
-        arguments; else None (a call as any other)."""
-        try:
-            checks = getattr(fetch_attr(gm, str(node.target)), "stitchgen_checks", None)
-        except AttributeError:
-            return None
-        if checks is None:
-            return None
+        self, checks: Sequence[Check], node: fx.Node, env: dict[fx.Node, Expr]
+    ) -> list[Check]:
+        """The ``checks`` of the ``call_module`` ``node``'s child
+        (``stitchgen_checks``: an exported program's, see
+        :class:`stitchgen.exported.InputChecks`) as code, each reading the
+        call's arguments."""
         if node.users or node.kwargs:
             raise CodegenError("input checks take no keywords, and no node reads them", node)
         self.checked.add(str(node.target))
@@ -732,65 +719,43 @@ class Lowerer:
         refuse_reference(value, node)
         return self.decls.reference(value, hint=str(node.target))
 
-    def call_module(
-        self,
-        gm: fx.GraphModule,
-        prefix: str,
-        node: fx.Node,
-        env: dict[fx.Node, Expr],
-        local: str = "",
-        unpacks: bool = True,
-    ) -> Call | UnpackCall:
-        """The ``call_module`` ``node``, its result assigned to ``local``
-        (default: the node's name); ``unpacks``: its getitems may become an
-        :class:`~stitchgen.ir.UnpackCall`'s targets, under their own names
-        (not in a subgraph lowered where it runs, whose nodes are renamed)."""
+    def call_module(self, scope: Scope, node: fx.Node, local: str) -> None:
+        """The ``call_module`` ``node`` into ``scope``'s body: a call of the
+        child, its result assigned to ``local``, or where the child holds an
+        exported program's checks, those checks as code (no binding)."""
         target = str(node.target)
-        path = prefix + target
-        args = self.args(node, env)
-        kwargs = self.kwargs(node, env) if node.kwargs else ()
+        path = scope.prefix + target
+        try:
+            child = fetch_attr(scope.gm, target)
+        except AttributeError:
+            child = _MISSING
+        checks = getattr(child, "stitchgen_checks", None)
+        if checks is not None:
+            scope.body.extend(self.input_checks(checks, node, scope.env))
+            return
+        args = self.args(node, scope.env)
+        kwargs = self.kwargs(node, scope.env) if node.kwargs else ()
         decls = self.decls
         if path in self.opaque:
             callee: Any = decls.submod(path)
+        elif child is _MISSING:
+            raise CodegenError(
+                f"call_module target {target!r} is not a submodule of "
+                f"{scope.prefix.rstrip('.') or 'the root module'}",
+                node,
+            )
+        elif is_inlinable(child):
+            if self.lists_inlined:
+                decls.declare(path, inlined=True, child=child)
+            callee = self.inline(child, path, node)
+            if kwargs and path in decls.sharing:
+                renamed = decls.twin_keywords(path)
+                kwargs = tuple((renamed.get(k, k), v) for k, v in kwargs)
+        elif callable(child):
+            callee = decls.submod(path, child)
         else:
-            try:
-                child = fetch_attr(gm, target)
-            except AttributeError:
-                raise CodegenError(
-                    f"call_module target {target!r} is not a submodule of "
-                    f"{prefix.rstrip('.') or 'the root module'}",
-                    node,
-                ) from None
-            if is_inlinable(child):
-                if self.lists_inlined:
-                    decls.declare(path, inlined=True, child=child)
-                callee = self.inline(child, path, node)
-                if kwargs and path in decls.sharing:
-                    renamed = decls.twin_keywords(path)
-                    kwargs = tuple((renamed.get(k, k), v) for k, v in kwargs)
-            elif callable(child):
-                callee = decls.submod(path, child)
-            else:
-                raise CodegenError(f"call_module target {target!r} is not callable", node)
-        return self.piece_call(node, callee, args, kwargs, local, unpacks)
-
-    def piece_call(
-        self,
-        node: fx.Node,
-        callee: Any,
-        args: tuple[Expr, ...],
-        kwargs: tuple[tuple[str, Expr], ...],
-        local: str = "",
-        unpacks: bool = True,
-    ) -> Call | UnpackCall:
-        """``node``'s call of a piece or subgraph: an :class:`UnpackCall`
-        where its result is only taken apart (:meth:`unpack_targets`), else
-        a :class:`Call` assigning ``local`` (default: the node's name)."""
-        if self.unpack and unpacks and type(callee) is FunctionRef:
-            targets = self.unpack_targets(node, callee)
-            if targets is not None:
-                return UnpackCall(targets, callee, args, kwargs, node.name, self.where(node))
-        return Call(local or node.name, callee, args, kwargs, node.name, self.where(node))
+            raise CodegenError(f"call_module target {target!r} is not callable", node)
+        scope.call(node, callee, args, kwargs, local)
 
     def unpack_targets(self, node: fx.Node, callee: FunctionRef) -> tuple[str, ...] | None:
         """The names of the getitems taking ``node``'s result apart, by item,
@@ -934,6 +899,85 @@ class Lowerer:
         return expr
 
 
+class Scope:
+    """A body being lowered: a function's graph (:meth:`Lowerer.function`),
+    or a subgraph lowered where it runs (:meth:`Lowerer.in_place`), whose
+    nodes are named apart in the function's locals. What control flow
+    (:mod:`.control`) asks of the lowering, it asks of the scope it
+    lowers into."""
+
+    __slots__ = ("body", "env", "gm", "inlined", "lowerer", "names", "prefix")
+
+    def __init__(
+        self,
+        lowerer: Lowerer,
+        gm: fx.GraphModule,
+        prefix: str,
+        body: list[Stmt],
+        inlined: bool,
+        names: Namespace | None = None,
+    ) -> None:
+        self.lowerer, self.gm, self.body = lowerer, gm, body
+        #: the graph's path in the root module ("" at the root, else ending in ".")
+        self.prefix = prefix
+        #: a subgraph lowered where it runs (its nodes renamed: they do not unpack calls)
+        self.inlined = inlined
+        #: the function's locals (a function's graph: made at its first flow,
+        #: its nodes' names first)
+        self.names = names
+        #: each node's value, by node; a node another statement assigns (an
+        #: unpacked call's getitems, a flow's outputs) is here before its turn
+        self.env: dict[fx.Node, Expr] = {}
+
+    @property
+    def locals(self) -> Namespace:
+        if self.names is None:
+            self.names = Namespace({n.name for n in self.gm.graph.nodes})
+        return self.names
+
+    def read(self, arg: Any, node: fx.Node) -> Expr:
+        """``node``'s argument ``arg``, as the code reads it here."""
+        return self.lowerer.arg(arg, node, self.env)
+
+    def function_of(self, child: fx.GraphModule, attribute: str, node: fx.Node) -> FunctionRef:
+        """The subgraph ``attribute`` as a function of the program."""
+        return self.lowerer.inline(child, self.prefix + attribute, node)
+
+    def call(
+        self,
+        node: fx.Node,
+        callee: Any,
+        args: tuple[Expr, ...],
+        kwargs: tuple[tuple[str, Expr], ...] = (),
+        local: str = "",
+    ) -> None:
+        """``node``'s call of a piece or subgraph: an :class:`UnpackCall`
+        where its result is only taken apart (:meth:`Lowerer.unpack_targets`;
+        its getitems are its targets then, no statements of their own), else
+        a :class:`Call` assigning ``local`` (default: the node's name)."""
+        lowerer, where = self.lowerer, self.lowerer.where(node)
+        if lowerer.unpack and not self.inlined and type(callee) is FunctionRef:
+            targets = lowerer.unpack_targets(node, callee)
+            if targets is not None:
+                self.env.update({user: Name(user.name) for user in node.users})
+                self.body.append(UnpackCall(targets, callee, args, kwargs, node.name, where))
+                return
+        self.body.append(Call(local or node.name, callee, args, kwargs, node.name, where))
+
+    def in_place(
+        self, child: fx.GraphModule, attribute: str, operands: Sequence[Expr], into: list[Stmt]
+    ) -> Expr:
+        """The subgraph ``attribute`` lowered where it runs, into ``into``."""
+        path = f"{self.prefix}{attribute}."
+        return self.lowerer.in_place(child, path, operands, into, self.locals)
+
+    def uses(self, *refs: GlobalRef) -> None:
+        self.lowerer.decls.uses(*refs)
+
+    def where(self, node: fx.Node) -> str:
+        return self.lowerer.where(node)
+
+
 # ==========================================================================
 # The lowering's entry: :func:`build_program`.
 
@@ -991,8 +1035,7 @@ def build_program(
 
         entry = pytree_entry(gm, pytree_info(gm), entry, decls.target_ref, decls.lift, checked)
         if checked:
-            decls.imports.add(INPUTS.module)
-            decls.reserved.add(INPUTS.module.partition(".")[0])
+            decls.uses(INPUTS)
     if options.boxed:
         if not convention.boxed:
             raise ValueError(f"boxed inputs are not part of the {convention.name} convention")

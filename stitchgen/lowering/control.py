@@ -24,14 +24,15 @@ does not know (another signature, a subgraph with hooks or a calling
 convention of its own), is called as any operator is: :func:`plan_for`
 says which, and why (the lowering warns with it:
 :class:`~stitchgen.errors.LeftAsCallWarning`). Imported by the lowering for
-a graph holding a higher-order operator only.
+a graph holding a higher-order operator only; what it asks of the
+lowering is a :class:`Scope`'s.
 """
 
 from __future__ import annotations
 
 import operator
-from collections.abc import Sequence
-from typing import Any, NamedTuple
+from collections.abc import Callable, Sequence
+from typing import Any, NamedTuple, Protocol
 
 import torch
 import torch.fx as fx
@@ -41,12 +42,12 @@ from ..identifiers import Namespace
 from ..ir import (
     CONDITION,
     GRAD_MODE,
-    MODES,
     TIE,
     Assign,
     Break,
     Call,
     Expr,
+    FunctionRef,
     GlobalRef,
     If,
     ListExpr,
@@ -55,11 +56,10 @@ from ..ir import (
     Rebind,
     Stmt,
     TupleExpr,
-    UnpackCall,
     While,
 )
 
-__all__ = ["LOWERED", "Plan", "lower_flow", "plan_for"]
+__all__ = ["LOWERED", "Plan", "Scope", "lower_flow", "plan_for"]
 
 #: the higher-order operators lowered as code (by ``torch.ops.higher_order`` name)
 LOWERED = (
@@ -70,10 +70,37 @@ LOWERED = (
     "wrap_with_set_grad_enabled",
     "wrap_with_autocast",
 )
-#: how many settings come before the subgraph of a mode's wrapper (:data:`~stitchgen.ir.MODES`)
-_SETTINGS = {"wrap_with_set_grad_enabled": 1, "wrap_with_autocast": 4}
+#: a mode's wrapper, by name: what runs its subgraph under grad mode or
+#: autocast, and how many settings come before the subgraph
+_MODES = {
+    "wrap_with_set_grad_enabled": (GlobalRef("stitchgen.runtime", "grad_mode"), 1),
+    "wrap_with_autocast": (GlobalRef("stitchgen.runtime", "autocast"), 4),
+}
 
 _Subgraph = tuple[str, fx.GraphModule]
+
+
+class Scope(Protocol):
+    """The body a flow is lowered into (the lowering's ``Scope``: a
+    function's graph, or a subgraph lowered where it runs), and what
+    control flow asks of the lowering there."""
+
+    body: list[Stmt]
+    env: dict[fx.Node, Expr]  # each node's value; where a flow's outputs are bound
+    inlined: bool  # a subgraph lowered where it runs
+
+    @property
+    def locals(self) -> Namespace: ...  # the function's locals, to name apart in
+    def read(self, arg: Any, node: fx.Node) -> Expr: ...
+    def function_of(self, child: fx.GraphModule, attribute: str, node: fx.Node) -> FunctionRef: ...
+    def call(
+        self, node: fx.Node, callee: Any, args: tuple[Expr, ...], kwargs: tuple[()], local: str
+    ) -> None: ...
+    def in_place(
+        self, child: fx.GraphModule, attribute: str, operands: Sequence[Expr], into: list[Stmt]
+    ) -> Expr: ...
+    def uses(self, *refs: GlobalRef) -> None: ...  # what the code calls of stitchgen.runtime
+    def where(self, node: fx.Node) -> str: ...
 
 
 class Plan(NamedTuple):
@@ -88,10 +115,11 @@ class Plan(NamedTuple):
     width: int | None
 
 
-def plan_for(lowerer: Any, gm: fx.GraphModule, node: fx.Node) -> Plan | str:
-    """How ``node`` (a higher-order operator of ``gm``'s graph) is lowered,
-    or why it is called as any operator is (a clause: "it is ..."). ``lowerer``
-    (the lowering's ``Lowerer``) tells which attributes are subgraphs it inlines."""
+def plan_for(subgraph: Callable[[fx.Node], fx.GraphModule | None], node: fx.Node) -> Plan | str:
+    """How ``node`` (a higher-order operator) is lowered, or why it is
+    called as any operator is (a clause: "it is ..."). ``subgraph`` gives
+    the subgraph a ``get_attr`` of ``node``'s graph reads, where the
+    lowering inlines it (else None)."""
     target = node.target
     name = getattr(target, "name", lambda: "")()
     if name not in LOWERED or getattr(torch.ops.higher_order, name, None) is not target:
@@ -100,7 +128,7 @@ def plan_for(lowerer: Any, gm: fx.GraphModule, node: fx.Node) -> Plan | str:
     kwargs = node.kwargs
     plan: Plan | None = None
     if name == "cond" and len(args) == 4 and not kwargs and _sequence(args[3]):
-        subgraphs = _subgraphs(lowerer, gm, args[1:3], len(args[3]))
+        subgraphs = _subgraphs(subgraph, args[1:3], len(args[3]))
         if subgraphs is not None:
             shapes = {_shape(child) for _, child in subgraphs}
             if len(shapes) == 1 and "list" not in shapes:
@@ -108,24 +136,24 @@ def plan_for(lowerer: Any, gm: fx.GraphModule, node: fx.Node) -> Plan | str:
     elif name == "while_loop" and len(args) == 4 and not kwargs:
         carried, additional = args[2], args[3]
         if _sequence(carried) and _sequence(additional) and carried:
-            subgraphs = _subgraphs(lowerer, gm, args[:2], len(carried) + len(additional))
+            subgraphs = _subgraphs(subgraph, args[:2], len(carried) + len(additional))
             if subgraphs is not None and _shape(subgraphs[0][1]) in (None, 1):
                 _refuse_loop(node, subgraphs, len(carried))
                 plan = Plan(name, subgraphs, (*carried, *additional), len(carried))
     elif name == "invoke_subgraph" and len(args) >= 2 and not kwargs:
         operands = args[2:]  # (an operand that is a tuple: not a form lowered here)
-        subgraphs = _subgraphs(lowerer, gm, args[:1], len(operands))
+        subgraphs = _subgraphs(subgraph, args[:1], len(operands))
         if subgraphs is not None and not getattr(subgraphs[0][1], "_boxed_call", False):
             plan = Plan(name, subgraphs, tuple(operands), None)
     elif name == "wrap" and args and not kwargs:
-        subgraphs = _subgraphs(lowerer, gm, args[:1], len(args) - 1)
+        subgraphs = _subgraphs(subgraph, args[:1], len(args) - 1)
         if subgraphs is not None:
             plan = Plan(name, subgraphs, tuple(args[1:]), None)
-    elif name in _SETTINGS and len(args) > _SETTINGS[name] and not kwargs:
-        at = _SETTINGS[name]  # the settings (plain values), then the subgraph and its inputs
+    elif name in _MODES and len(args) > _MODES[name][1] and not kwargs:
+        at = _MODES[name][1]  # the settings (plain values), then the subgraph and its inputs
         settings = args[:at]
         if not any(_node(a) for a in settings):
-            subgraphs = _subgraphs(lowerer, gm, args[at : at + 1], len(args) - at - 1)
+            subgraphs = _subgraphs(subgraph, args[at : at + 1], len(args) - at - 1)
             if subgraphs is not None:
                 plan = Plan(name, subgraphs, tuple(args[at + 1 :]), None)
     if plan is None:
@@ -208,13 +236,13 @@ def _attribute(value: Any) -> bool:
 
 
 def _subgraphs(
-    lowerer: Any, gm: fx.GraphModule, args: Sequence[Any], inputs: int
+    subgraph: Callable[[fx.Node], fx.GraphModule | None], args: Sequence[Any], inputs: int
 ) -> tuple[_Subgraph, ...] | None:
     """Each of ``args`` as a subgraph (a ``get_attr`` of an inlinable
     ``GraphModule`` taking ``inputs`` plain inputs), or None."""
     found = []
     for arg in args:
-        child = lowerer.subgraph(gm, arg) if _attribute(arg) else None
+        child = subgraph(arg) if _attribute(arg) else None
         if child is None:
             return None
         placeholders = child.graph.find_nodes(op="placeholder")
@@ -238,44 +266,25 @@ def _shape(child: fx.GraphModule) -> int | str | None:
 # the lowering
 
 
-def lower_flow(
-    lowerer: Any,
-    prefix: str,
-    node: fx.Node,
-    env: dict[fx.Node, Expr],
-    body: list[Stmt],
-    absorbed: dict[fx.Node, Expr],
-    names: Namespace,
-    local: str,
-    inlined: bool,
-    plan: Plan,
-) -> Expr:
-    """``node`` lowered by its ``plan`` into ``body``, the statements of the
-    function being lowered (its locals named apart in ``names``), with
-    ``lowerer`` (the lowering's ``Lowerer``) lowering the subgraphs' nodes;
-    ``local`` is the node's own local, ``inlined`` whether its graph is a
-    subgraph lowered where it runs. Its value, for the nodes that read it."""
-    operands = [lowerer.arg(a, node, env) for a in plan.operands]
-    if plan.kind in MODES:  # the subgraph, called under its grad mode or autocast
+def lower_flow(scope: Scope, node: fx.Node, local: str, plan: Plan) -> Expr:
+    """``node`` lowered by its ``plan`` into ``scope``'s body (``local``:
+    the node's own local); its value, for the nodes that read it."""
+    operands = [scope.read(a, node) for a in plan.operands]
+    if plan.kind in _MODES:  # the subgraph, called under its grad mode or autocast
         attribute, child = plan.subgraphs[0]
-        callee = lowerer.inline(child, prefix + attribute, node)
-        settings = [lowerer.arg(a, node, env) for a in node.args[: _SETTINGS[plan.kind]]]
-        run = MODES[plan.kind]
-        body.append(
-            Call(local, run, (*settings, callee, *operands), (), node.name, lowerer.where(node))
+        run, at = _MODES[plan.kind]
+        settings = [scope.read(a, node) for a in node.args[:at]]
+        callee: Any = scope.function_of(child, attribute, node)  # passed as an argument
+        scope.body.append(
+            Call(local, run, (*settings, callee, *operands), (), node.name, scope.where(node))
         )
-        lowerer.decls.imports.add(run.module)
-        lowerer.decls.reserved.add(run.module.partition(".")[0])
+        scope.uses(run)
         return Name(local)
     if plan.kind in ("invoke_subgraph", "wrap"):
         attribute, child = plan.subgraphs[0]
-        callee = lowerer.inline(child, prefix + attribute, node)
-        call = lowerer.piece_call(node, callee, tuple(operands), (), local, not inlined)
-        if type(call) is UnpackCall:  # one getitem per target, and nothing else
-            absorbed.update({user: Name(user.name) for user in node.users})
-        body.append(call)
+        scope.call(node, scope.function_of(child, attribute, node), tuple(operands), (), local)
         return Name(local)  # (read by no node where the call unpacks)
-    targets = _targets(node, plan.width, names, local, inlined, absorbed)
+    targets = _targets(scope, node, local, plan.width)
     tensors = _tensors(plan.operands, operands)  # what a tie ties the outputs to
     checked: tuple[GlobalRef, ...] = ()  # a loop's condition, where its type is not told
     if plan.kind == "cond":
@@ -283,33 +292,30 @@ def lower_flow(
         arms = []
         for (attribute, child), tied in zip(plan.subgraphs, ties, strict=True):
             arm: list[Stmt] = []
-            out = lowerer.statements(child, f"{prefix}{attribute}.", {}, arm, names, None, operands)
+            out = scope.in_place(child, attribute, operands, arm)
             arm.append(Rebind(targets, _items(out, plan.width), tied))
             arms.append(tuple(arm))
-        test = lowerer.arg(node.args[0], node, env)
-        body.append(If(targets, test, arms[0], arms[1]))
+        scope.body.append(If(targets, scope.read(node.args[0], node), arms[0], arms[1]))
     else:  # while_loop: the carried values, then the condition and the body each iteration
         carried = len(targets)
         inputs = [*(Name(t) for t in targets), *operands[carried:]]
         (test_attr, test_gm), (body_attr, body_gm) = plan.subgraphs
         loop: list[Stmt] = []
-        test = lowerer.statements(test_gm, f"{prefix}{test_attr}.", {}, loop, names, None, inputs)
+        test = scope.in_place(test_gm, test_attr, inputs, loop)
         copies = tuple(Name(targets[i]) for i in _copies(node, plan))
-        flag = (names.create("first"),) if copies else ()  # True until an iteration ends
+        flag = (scope.locals.create("first"),) if copies else ()  # True until an iteration ends
         checked = () if _told(test_gm) else (CONDITION,)
         loop.append(Break(_items(test, 1)[0], tuple(map(Name, flag)), copies, checked))
-        out = lowerer.statements(body_gm, f"{prefix}{body_attr}.", {}, loop, names, None, inputs)
+        out = scope.in_place(body_gm, body_attr, inputs, loop)
         false = (Literal(False),) if flag else ()
         loop.append(Rebind((*targets, *flag), (*_items(out, carried), *false)))
-        body.extend(Assign(t, value) for t, value in zip(targets, operands, strict=False))
-        body.extend(Assign(t, Literal(True)) for t in flag)
+        scope.body.extend(Assign(t, value) for t, value in zip(targets, operands, strict=False))
+        scope.body.extend(Assign(t, Literal(True)) for t in flag)
         others = tuple(e for e in tensors if e not in operands[:carried])
         ties = [(*inputs[:carried], *others)] if tensors else []  # the carried values, tied
-        copy = not inlined  # (inside another operator's subgraph it runs without grad)
-        body.append(While((*targets, *flag), tuple(loop), ties[0] if ties else (), copy))
-    runtime = [*checked, *((GRAD_MODE, TIE) if any(ties) else ())]  # what the code calls
-    lowerer.decls.imports.update(r.module for r in runtime)
-    lowerer.decls.reserved.update(r.module.partition(".")[0] for r in runtime)
+        copy = not scope.inlined  # (inside another operator's subgraph it runs without grad)
+        scope.body.append(While((*targets, *flag), tuple(loop), ties[0] if ties else (), copy))
+    scope.uses(*checked, *((GRAD_MODE, TIE) if any(ties) else ()))  # what the code calls
     if plan.width is None:
         return Name(targets[0])
     return TupleExpr(tuple(Name(t) for t in targets))
@@ -399,14 +405,7 @@ def _items(value: Expr, width: int | None) -> tuple[Expr, ...]:
     return (value,)
 
 
-def _targets(
-    node: fx.Node,
-    width: int | None,
-    names: Namespace,
-    local: str,
-    inlined: bool,
-    absorbed: dict[fx.Node, Expr],
-) -> tuple[str, ...]:
+def _targets(scope: Scope, node: fx.Node, local: str, width: int | None) -> tuple[str, ...]:
     """The locals a ``cond``'s or a loop's outputs are bound to: the name of
     the one ``getitem`` that reads an item (which is then no statement of
     its own), else a fresh one (``cond_0``); the node's own for one value."""
@@ -428,9 +427,9 @@ def _targets(
         users = readers.get(i, [])
         if len(users) == 1:
             user = users[0]
-            name = names.create(user.name) if inlined else user.name
-            absorbed[user] = Name(name)
+            name = scope.locals.create(user.name) if scope.inlined else user.name
+            scope.env[user] = Name(name)
         else:
-            name = names.create(f"{node.name}_{i}")
+            name = scope.locals.create(f"{node.name}_{i}")
         targets.append(name)
     return tuple(targets)
