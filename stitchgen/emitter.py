@@ -264,6 +264,12 @@ def name_items(items: Iterable[Any]) -> list[str]:
     return out
 
 
+def unpacking(names: Sequence[str]) -> str:
+    """Targets a value is unpacked into: ``a, b`` (``(a,)`` for one, as
+    black writes it)."""
+    return f"({names[0]},)" if len(names) == 1 else ", ".join(names)
+
+
 def dotted_source(name: str) -> str:
     """A dotted module or attribute path, checked atom by atom."""
     return checked(name, dotted=True)
@@ -350,6 +356,30 @@ class Emitter:
             raise self.layout.Unsure(text)
         self.out.append(text + "\n")
 
+    def wrapped(
+        self,
+        text: str,
+        indent: str,
+        head: str,
+        items: Sequence[str],
+        closing: str = ")",
+        *,
+        split: bool = True,
+        **how: bool,
+    ) -> None:
+        """The line ``text`` (``indent + head + "(" + items + closing``, or a
+        shorter form of it); in black's layout, where it does not fit, split
+        as black splits ``head(items)`` (:func:`stitchgen.layout.bracketed`;
+        ``how``: its keywords), or where black's split is not known
+        (``split=False``) an ``Unsure``. The one place a line's break is
+        decided: the methods never ask which layout they write in."""
+        if self.black and not self.layout.fits(text):
+            if not split:
+                raise self.layout.Unsure(text)
+            self.out.append(self.layout.bracketed(indent, head, "(", items, closing, **how))
+        else:
+            self.out.append(text + "\n")
+
     def comment(self, text: str) -> None:
         if self.black and text != text.rstrip():
             raise self.layout.Unsure(text)  # black strips trailing whitespace from comments
@@ -357,12 +387,8 @@ class Emitter:
 
     def define(self, indent: str, name: str, params: list[str]) -> None:
         """``def name(params):``, split as black splits it."""
-        if self.black:
-            self.out.append(
-                self.layout.bracketed(indent, f"def {name}", "(", params, "):", is_def=True)
-            )
-        else:
-            self.out.append(f"{indent}def {name}({', '.join(params)}):\n")
+        text = f"{indent}def {name}({', '.join(params)}):"
+        self.wrapped(text, indent, f"def {name}", params, "):", is_def=True)
 
     # -- module.py.j2 ----------------------------------------------------------
 
@@ -444,21 +470,13 @@ class Emitter:
         box = checked(stmt.box)
         if stmt.targets:
             targets = name_items(stmt.targets)
-            joined = ", ".join(targets)
-            text = f"{indent}{joined} = {box}"
-            if len(targets) > 1 and self.black and not self.layout.fits(text):
-                if self.layout.fits(f"{indent}{joined} = ("):  # black wraps the right-hand side
-                    self.out.append(f"{indent}{joined} = (\n{indent}    {box}\n{indent})\n")
-                else:  # ... or parenthesizes the targets and explodes them
-                    self.out.append(
-                        self.layout.bracketed(indent, "", "(", targets, f") = {box}", display=True)
-                    )
-            elif len(targets) > 1:
-                self.line(text)
-            elif self.black:
-                self.line(f"{indent}({targets[0]},) = {box}")  # black parenthesizes x, = ...
-            else:
-                self.line(f"{indent}{targets[0]}, = {box}")
+            head, many = f"{indent}{unpacking(targets)} = ", len(targets) > 1
+            wraps = many and self.black and self.layout.fits(head + "(")
+            if wraps and not self.layout.fits(head + box):  # black wraps the value in ()
+                self.out.append(f"{head}(\n{indent}    {box}\n{indent})\n")
+            else:  # ... or it explodes the targets
+                closing = f") = {box}"
+                self.wrapped(head + box, indent, "", targets, closing, split=many, display=True)
         self.line(f"{indent}{box}.clear()")
 
     def body(self, fn: Function, indent: str) -> None:
@@ -500,17 +518,19 @@ class Emitter:
         self.write((stmt,), indent)
 
     def call(self, stmt: Any, indent: str) -> None:
-        """``target = callee(arguments)`` (the ``call`` block)."""
-        tail = self.call_tail(stmt)
-        if not self.black:  # call_head's text: a variant's head wraps this line
-            self.out.append(f"{indent}{self.assigned(stmt)} = {self.call_expr(stmt)}{tail}\n")
-            return
+        """``target = callee(arguments)``, as the ``call`` block writes it:
+        ``call_head``, ``call_expr``, ``call_tail``; where a variant writes
+        a second branch (``call_else``), that branch's head with the same
+        expression and tail. A head may open lines before its own."""
         callee, items = self.call_parts(stmt)
-        head = f"{self.assigned(stmt)} = {callee}"
-        if "(" in callee or "[" in callee or tail:
-            self.line(f"{indent}{head}({', '.join(items)}){tail}")
-        else:
-            self.out.append(self.layout.bracketed(indent, head, "(", items, ")"))
+        expr, tail = self.call_expr(stmt), self.call_tail(stmt)
+        split = not ("(" in callee or "[" in callee or tail)  # (black's split not known)
+        for head in filter(None, (self.call_head(stmt, indent), self.call_else(stmt, indent))):
+            *opening, last = head.split("\n")
+            for text in opening:
+                self.line(text)
+            inner = last[: len(last) - len(last.lstrip())]
+            self.wrapped(last + expr + tail, inner, last[len(inner) :] + callee, items, split=split)
 
     def call_tail(self, stmt: Any) -> str:
         """What the ``call`` block writes after ``call_expr``: the source
@@ -528,8 +548,7 @@ class Emitter:
         as black writes it)."""
         if type(stmt) is not UnpackCall:
             return checked(stmt.target)
-        names = name_items(stmt.targets)
-        return f"({names[0]},)" if len(names) == 1 else ", ".join(names)
+        return unpacking(name_items(stmt.targets))
 
     def call_else(self, stmt: Any, indent: str) -> str:
         """A second branch of the call, before its ``call_expr`` (the
@@ -557,10 +576,7 @@ class Emitter:
         """``del names`` (the ``del`` block)."""
         names = name_items(stmt.names)
         text = f"{indent}del {', '.join(names)}"
-        if self.black and not self.layout.fits(text) and len(names) > 1:
-            self.out.append(self.layout.bracketed(indent, "del ", "(", names, ")", display=True))
-        else:
-            self.line(text)
+        self.wrapped(text, indent, "del ", names, split=len(names) > 1, display=True)
 
     def return_(self, stmt: Any, indent: str) -> None:
         """``return value`` (the ``return`` block)."""
@@ -625,11 +641,7 @@ class Emitter:
             raise ValueError(f"a Check raises one of {sorted(ERRORS)}, not {stmt.error!r}")
         self.line(f"{indent}if not {self.writer.source(stmt.test)}:")
         inner, head, message = indent + INDENT, f"raise {stmt.error}", literal_source(stmt.message)
-        text = f"{inner}{head}({message})"
-        if self.black and not self.layout.fits(text):
-            self.out.append(self.layout.bracketed(inner, head, "(", [message], ")"))
-        else:
-            self.line(text)
+        self.wrapped(f"{inner}{head}({message})", inner, head, [message])
 
     def rebind(self, stmt: Any, indent: str) -> None:
         """``a, b = x, y`` (``a = x`` for one: the ``rebind`` block)."""
@@ -639,11 +651,8 @@ class Emitter:
         else:
             items = [self.writer.source(v) for v in stmt.values]
             text = f"{indent}{head}{', '.join(items)}"
-            plain = all(type(v) in (Name, Literal) for v in stmt.values)
-            if self.black and plain and not self.layout.fits(text):  # black explodes it in ()
-                self.out.append(self.layout.bracketed(indent, head, "(", items, ")", display=True))
-            else:
-                self.line(text)  # (a display among the values: Unsure where too long)
+            plain = all(type(v) in (Name, Literal) for v in stmt.values)  # (else: black's unknown)
+            self.wrapped(text, indent, head, items, split=plain, display=True)
         if stmt.tied:
             self.tie(stmt.targets, stmt.tied, indent)
 
@@ -658,15 +667,11 @@ class Emitter:
         w, inner = self.writer, indent + INDENT
         self.line(f"{indent}if {w.source(GRAD_MODE)}():")
         names = name_items(targets)
-        head = f"{f'({names[0]},)' if len(names) == 1 else ', '.join(names)} = {w.source(TIE)}"
+        head = f"{unpacking(names)} = {w.source(TIE)}"
         items = [*names, *map(w.source, operands), f"outputs={len(names)}"]
         if copy:
             items.append("copy=True")
-        text = f"{inner}{head}({', '.join(items)})"
-        if self.black and not self.layout.fits(text):
-            self.out.append(self.layout.bracketed(inner, head, "(", items, ")"))
-        else:
-            self.line(text)
+        self.wrapped(f"{inner}{head}({', '.join(items)})", inner, head, items)
 
     def value(self, indent: str, head: str, value: object) -> None:
         brackets = _OPENING.get(type(value)) if self.black else None
@@ -739,15 +744,6 @@ class ProfiledEmitter(Emitter):
         super().opening(fn, indent)
         if any(getattr(stmt, "is_piece", False) for stmt in iter_statements(fn.body)):
             self.line(f"{indent}profiling = torch.autograd._profiler_enabled()")
-
-    def call(self, stmt: Any, indent: str) -> None:
-        """A piece call, twice: in its profiler range, and plainly."""
-        if not stmt.is_piece:
-            return super().call(stmt, indent)
-        for opening, inner in self.branches(stmt, indent):
-            for text in opening:
-                self.line(text)
-            super().call(stmt, inner)
 
     def call_head(self, stmt: Any, indent: str) -> str:
         """A piece call: the profiled branch, up to its call expression."""
