@@ -339,6 +339,8 @@ class Emitter:
         #: instead of this emitter: each statement through the templates'
         #: blocks, at ``indent`` (:meth:`statements`, the one entry)
         self.through: Callable[[Sequence[Any], str], str] | None = None
+        #: the statement :meth:`call` writes, and its :meth:`call_parts`
+        self.parts: tuple[Any, tuple[str, list[str]]] = (None, ("", []))
 
     # -- output --------------------------------------------------------------
 
@@ -373,12 +375,17 @@ class Emitter:
         ``how``: its keywords), or where black's split is not known
         (``split=False``) an ``Unsure``. The one place a line's break is
         decided: the methods never ask which layout they write in."""
-        if self.black and not self.layout.fits(text):
-            if not split:
-                raise self.layout.Unsure(text)
-            self.out.append(self.layout.bracketed(indent, head, "(", items, closing, **how))
-        else:
+        if self.fits(text):
             self.out.append(text + "\n")
+        elif not split:
+            raise self.layout.Unsure(text)
+        else:
+            self.out.append(self.layout.bracketed(indent, head, "(", items, closing, **how))
+
+    def fits(self, text: str) -> bool:
+        """Is ``text`` one line as it is: always in the plain layout; in
+        black's, where it fits in black's line length."""
+        return not self.black or self.layout.fits(text)
 
     def comment(self, text: str) -> None:
         if self.black and text != text.rstrip():
@@ -522,13 +529,19 @@ class Emitter:
         ``call_head``, ``call_expr``, ``call_tail``; where a variant writes
         a second branch (``call_else``), that branch's head with the same
         expression and tail. A head may open lines before its own."""
-        callee, items = self.call_parts(stmt)
+        callee, items = parts = self.call_parts(stmt)
+        self.parts = (stmt, parts)  # call_expr's, for this statement (computed once)
         expr, tail = self.call_expr(stmt), self.call_tail(stmt)
-        split = not ("(" in callee or "[" in callee or tail)  # (black's split not known)
-        for head in filter(None, (self.call_head(stmt, indent), self.call_else(stmt, indent))):
-            *opening, last = head.split("\n")
-            for text in opening:
-                self.line(text)
+        head, other = self.call_head(stmt, indent), self.call_else(stmt, indent)
+        text = head + expr + tail
+        if not other and "\n" not in head and self.fits(text):  # one line, as most are
+            self.out.append(text + "\n")
+            return
+        split = not ("(" in callee or "[" in callee or tail)  # (else black's split is unknown)
+        for branch in filter(None, (head, other)):
+            *opening, last = branch.split("\n")
+            for line in opening:
+                self.line(line)
             inner = last[: len(last) - len(last.lstrip())]
             self.wrapped(last + expr + tail, inner, last[len(inner) :] + callee, items, split=split)
 
@@ -557,7 +570,7 @@ class Emitter:
 
     def call_expr(self, stmt: Any) -> str:
         """The ``call_expr`` block: ``callee(arguments)``."""
-        callee, items = self.call_parts(stmt)
+        callee, items = self.parts[1] if self.parts[0] is stmt else self.call_parts(stmt)
         return f"{callee}({', '.join(items)})"
 
     def call_parts(self, stmt: Any) -> tuple[str, list[str]]:
