@@ -759,26 +759,18 @@ class ProfiledEmitter(Emitter):
             self.line(f"{indent}profiling = torch.autograd._profiler_enabled()")
 
     def call_head(self, stmt: Any, indent: str) -> str:
-        """A piece call: the profiled branch, up to its call expression."""
+        """A piece call: its profiled branch, up to its call expression."""
         if not stmt.is_piece:
             return super().call_head(stmt, indent)
-        return self._opened(self.branches(stmt, indent)[0], stmt)
+        inner, node = indent + INDENT, literal_source(stmt.node)
+        ranged = f"{indent}if profiling:\n{inner}with torch.profiler.record_function({node}):\n"
+        return ranged + super().call_head(stmt, inner + INDENT)
 
     def call_else(self, stmt: Any, indent: str) -> str:
-        """A piece call: the plain branch, up to its call expression."""
-        return self._opened(self.branches(stmt, indent)[1], stmt) if stmt.is_piece else ""
-
-    def _opened(self, branch: tuple[list[str], str], stmt: Any) -> str:
-        opening, inner = branch
-        return "".join(f"{text}\n" for text in opening) + super().call_head(stmt, inner)
-
-    def branches(self, stmt: Any, indent: str) -> tuple[tuple[list[str], str], ...]:
-        """The two ways a piece call runs, the one place their text is
-        written: each branch's opening lines, and the indent of its call."""
-        inner = indent + INDENT
-        node = literal_source(stmt.node)
-        ranged = [f"{indent}if profiling:", f"{inner}with torch.profiler.record_function({node}):"]
-        return (ranged, inner + INDENT), ([f"{indent}else:"], inner)
+        """A piece call: its plain branch, up to its call expression."""
+        if not stmt.is_piece:
+            return ""
+        return f"{indent}else:\n{super().call_head(stmt, indent + INDENT)}"
 
 
 class VllmEmitter(Emitter):

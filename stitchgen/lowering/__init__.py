@@ -974,9 +974,6 @@ class Scope:
     def uses(self, *refs: GlobalRef) -> None:
         self.lowerer.decls.uses(*refs)
 
-    def where(self, node: fx.Node) -> str:
-        return self.lowerer.where(node)
-
 
 # ==========================================================================
 # The lowering's entry: :func:`build_program`.

@@ -45,7 +45,6 @@ from ..ir import (
     TIE,
     Assign,
     Break,
-    Call,
     Expr,
     FunctionRef,
     GlobalRef,
@@ -100,7 +99,6 @@ class Scope(Protocol):
         self, child: fx.GraphModule, attribute: str, operands: Sequence[Expr], into: list[Stmt]
     ) -> Expr: ...
     def uses(self, *refs: GlobalRef) -> None: ...  # what the code calls of stitchgen.runtime
-    def where(self, node: fx.Node) -> str: ...
 
 
 class Plan(NamedTuple):
@@ -188,8 +186,7 @@ def _refuse_loop(node: fx.Node, subgraphs: tuple[_Subgraph, ...], carried: int) 
             "the operator refuses it at run time",
             node,
         )
-    out = test_gm.graph.find_nodes(op="output")[0].args[0]
-    value = _example(out[0] if type(out) is tuple else out)
+    value = _tested(test_gm)
     scalar = isinstance(value, torch.Tensor) and value.dtype == torch.bool and value.dim() == 0
     if value is not None and not scalar and not isinstance(value, (bool, torch.SymBool)):
         raise CodegenError(
@@ -199,11 +196,12 @@ def _refuse_loop(node: fx.Node, subgraphs: tuple[_Subgraph, ...], carried: int) 
         )
 
 
-def _told(test_gm: fx.GraphModule) -> bool:
-    """Does a loop's condition graph tell its value's type (FX metadata, or
-    a literal)? Else the code checks it each time (:data:`~stitchgen.ir.CONDITION`)."""
+def _tested(test_gm: fx.GraphModule) -> Any:
+    """What a loop's condition graph gives, as its FX metadata tells (or a
+    literal); None where it does not: then the code checks it each time
+    (:data:`~stitchgen.ir.CONDITION`)."""
     out = test_gm.graph.find_nodes(op="output")[0].args[0]
-    return _example(out[0] if type(out) is tuple else out) is not None
+    return _example(out[0] if type(out) is tuple else out)
 
 
 def _example(arg: Any) -> Any:
@@ -275,9 +273,7 @@ def lower_flow(scope: Scope, node: fx.Node, local: str, plan: Plan) -> Expr:
         run, at = _MODES[plan.kind]
         settings = [scope.read(a, node) for a in node.args[:at]]
         callee: Any = scope.function_of(child, attribute, node)  # passed as an argument
-        scope.body.append(
-            Call(local, run, (*settings, callee, *operands), (), node.name, scope.where(node))
-        )
+        scope.call(node, run, (*settings, callee, *operands), (), local)
         scope.uses(run)
         return Name(local)
     if plan.kind in ("invoke_subgraph", "wrap"):
@@ -304,7 +300,7 @@ def lower_flow(scope: Scope, node: fx.Node, local: str, plan: Plan) -> Expr:
         test = scope.in_place(test_gm, test_attr, inputs, loop)
         copies = tuple(Name(targets[i]) for i in _copies(node, plan))
         flag = (scope.locals.create("first"),) if copies else ()  # True until an iteration ends
-        checked = () if _told(test_gm) else (CONDITION,)
+        checked = () if _tested(test_gm) is not None else (CONDITION,)
         loop.append(Break(_items(test, 1)[0], tuple(map(Name, flag)), copies, checked))
         out = scope.in_place(body_gm, body_attr, inputs, loop)
         false = (Literal(False),) if flag else ()
