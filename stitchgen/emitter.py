@@ -11,8 +11,8 @@ module writes the same text directly. :class:`Emitter` has a method per
 template block (``header``, ``imports``, ``binder``, ``signature``, and one
 per statement kind, named for the block the statement's class names by one
 rule, :func:`~stitchgen.ir.block_method`: ``call``, ``getitem``,
-``assign``, ``del_``, ``return_``, ``unbox``; with
-``call_head``/``call_expr`` for the template path), and
+``assign``, ``del_``, ``return_``, ``unbox``; ``call`` is built from
+``call_head``, ``call_expr`` and ``call_tail``, as its block is), and
 each shipped variant is a subclass that overrides the blocks whose text
 differs (the variants, each one :class:`Variant` record, and :func:`emit`).
 Expressions come from the same writer the templates' filters use

@@ -84,8 +84,7 @@ def lower(
 ) -> Program:
     """``gm`` as a program ready to render: the raw program
     (:func:`stitchgen.lowering.build_program`) through the passes
-    (:mod:`stitchgen.passes`: ``passes`` — yours, in order — then targets,
-    liveness and naming). ``options``: :class:`Options` that shape the
+    (:func:`stitchgen.passes.run_passes`). ``options``: :class:`Options` that shape the
     program (not ``format`` or ``dump_dir``: nothing is rendered); the
     program takes the name formats, reserved names and convention of
     ``templates`` (the built-ins by default), as :func:`generate`'s does,

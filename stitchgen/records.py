@@ -91,12 +91,10 @@ class Schema:
             for n, role in self.roles
             if role in ("expr", "exprs", "kwargs", "pairs", "consumes", "carries")
         )
-        #: the fields holding nested bodies (a tuple of statements each):
-        #: ``body`` (runs once, always), ``branch`` (may not run), ``loop``
-        #: (may run any number of times)
+        #: the fields holding nested bodies (a tuple of statements each; what
+        #: each role means: :mod:`stitchgen.ir`)
         self.bodies = tuple(n for n, role in self.roles if role in BODY_ROLES)
-        #: the nested bodies that may not run, or run more than once: what
-        #: they bind is theirs (freed inside them, unseen after the statement)
+        #: the nested bodies that may not run, or run more than once
         self.conditional = tuple(
             n for n, role in self.roles if role in BODY_ROLES and role != "body"
         )
@@ -120,10 +118,9 @@ def schema_of(cls: type) -> Schema:
 
 
 class Record:
-    """An immutable dataclass whose methods are written once, here: each
-    field set once (by ``__init__``), equal when of the same class with equal
-    compared fields, hashed by them (once: the hash is cached), shown as a
-    dataclass is (``Name(id='x')``)."""
+    """An immutable dataclass whose methods are written once, here (what
+    they give: the module's docstring); shown as a dataclass is
+    (``Name(id='x')``)."""
 
     __slots__ = ()
 

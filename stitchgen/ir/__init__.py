@@ -10,10 +10,8 @@ there why its ``__init__`` is written out).
 
 A statement class names its block (``template``: the emitter method and the
 ``function.py.j2`` block, :func:`block_method`), and each field says what it
-holds (``field(metadata={"role": ...})``: an expression, expressions,
-keyword pairs, the locals it assigns, deletes, consumes or carries, a nested
-body that always runs, may not run or may run again). Which classes hold
-bodies is read from those fields, for the IR's classes and yours alike;
+holds (``field(metadata={"role": ...})``: the roles below). Which classes
+hold bodies is read from those fields, for the IR's classes and yours alike;
 ``If`` and ``While`` are the IR's own (``torch.cond`` and ``while_loop``
 lowered as code).
 One walker reads the roles — :func:`map_expr`, :func:`map_stmt`,
@@ -79,10 +77,9 @@ CLASSES: dict[str, type[Node]] = {}
 
 
 class Node(Record):
-    """The base of every IR class (a :class:`~stitchgen.records.Record`):
-    immutable, equal when of the same class with equal fields, hashed by its
-    fields (once: the hash is cached), shown as a dataclass is
-    (``Name(id='x')``). The classes of this package register themselves."""
+    """The base of every IR class (a :class:`~stitchgen.records.Record`:
+    see there what it gives). The classes of this package register
+    themselves."""
 
     __slots__ = ()
 
