@@ -14,7 +14,7 @@ answers is this module's, the other two are named here with their owners.
 * anything else is lifted: bound into the generated function as a constant
   — where a convention's constant policy says so
   (:class:`stitchgen.conventions.ConstantPolicy`, read by the lowering's
-  ``Lowerer.arg``: vLLM's lifts some objects that have a name).
+  ``Scope.arg``: vLLM's lifts some objects that have a name).
 
 This module writes the first kind and imports nothing but the IR (rendering
 uses it, and rendering never imports torch).

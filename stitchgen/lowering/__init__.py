@@ -507,7 +507,7 @@ class Declarations:
 
 
 _GETITEM = operator.getitem
-#: a child that is not there (:meth:`Lowerer.call_module`)
+#: a child that is not there (:meth:`Scope.call_module`)
 _MISSING = object()
 #: by call target type: is it a higher-order operator? (a cache, safe to
 #: share: ``isinstance`` against that abstract base class would cost each
@@ -526,7 +526,7 @@ def _is_hop(target: Any) -> bool:
 class Lowerer:
     """Lowers the graphs of one program (:func:`~stitchgen.lowering.build_program`
     makes one per program): the settings, the program's :attr:`decls`, and
-    :meth:`function` for each graph."""
+    :meth:`function` for each graph; a :class:`Scope` lowers one body's nodes."""
 
     def __init__(
         self, options: Options, formats: Mapping[str, str], convention: Convention = CLOSURE
@@ -547,7 +547,7 @@ class Lowerer:
         #: by higher-order operator node: how it is lowered (False: called, as any op)
         self._plans: dict[fx.Node, Any] = {}
         #: the children whose checks were written as code (no binding):
-        #: an exported program's input checks (:meth:`input_checks`)
+        #: an exported program's input checks (:meth:`Scope.input_checks`)
         self.checked: set[str] = set()
 
     # -- functions ------------------------------------------------------
@@ -557,7 +557,7 @@ class Lowerer:
         nodes' names its locals."""
         params: list[Param] = []
         scope = Scope(self, gm, prefix, [], inlined=False)
-        scope.body.append(Return(self._lower(scope, params)))
+        scope.body.append(Return(scope.lower(params)))
         return Function(name, tuple(params), tuple(scope.body), origin=prefix.rstrip("."))
 
     def in_place(
@@ -574,57 +574,29 @@ class Lowerer:
         named apart in ``names``, the function's locals. What it gives."""
         scope = Scope(self, gm, prefix, body, inlined=True, names=names)
         scope.env.update(zip(gm.graph.find_nodes(op="placeholder"), operands, strict=True))
-        return self._lower(scope, [])
+        return scope.lower([])
 
-    def _lower(self, scope: Scope, params: list[Param]) -> Expr:
-        """The nodes of ``scope``'s graph lowered into its body; what its
-        output node gives. A placeholder ``scope`` gives no value is one of
-        ``params``."""
-        gm, env, body = scope.gm, scope.env, scope.body
-        result: Expr | None = None
-        seen: set[str] = set()
-        for node in gm.graph.nodes:
-            if result is not None:
-                raise CodegenError("node follows the graph's output node", node)
-            local = node.name
-            if local in seen:  # names are our SSA variables: they must be unique
-                raise CodegenError("another node of this graph has the same name", node)
-            seen.add(local)
-            if node in env:  # an operand's placeholder; a node another statement assigns
-                continue
-            if scope.inlined:
-                local = scope.locals.create(local)
-            op = node.op
-            if op == "call_function":  # the common case first
-                if _is_hop(node.target) and self.flows(gm, node):
-                    from .control import lower_flow  # for such a graph only
+    def inline(self, child: fx.GraphModule, path: str, node: fx.Node) -> FunctionRef:
+        """The function of the inlined child ``path``: lowered on first use,
+        or its twin's (the same graph, lowered before) if it has one."""
+        decls = self.decls
+        known = decls.function_ref(path)
+        if known is not None:
+            return known
+        key = fingerprint(child, constants=self.policy, source_lines=self.source_lines)
+        twin = decls.twin_of.get(key) if key is not None else None
+        if twin is not None:
+            return decls.share(path, twin, child)
+        return decls.add_function(path, self.lower_child(child, path, node), key)
 
-                    env[node] = lower_flow(scope, node, local, self._plans[node])
-                    continue
-                body.append(self.call_function(node, env, local))
-            elif op == "call_module":
-                self.call_module(scope, node, local)
-            elif op == "placeholder":
-                params.append(self.placeholder(node, env))
-            elif op == "output":
-                if len(node.args) != 1 or node.kwargs:
-                    raise CodegenError("output node must have exactly one argument", node)
-                result = self.arg(node.args[0], node, env)
-                continue
-            elif op == "get_attr":
-                if self.feeds_flow(gm, node):
-                    continue  # a subgraph lowered where it runs: no binding
-                body.append(Assign(local, self.get_attr(gm, node)))
-            elif op == "call_method":
-                body.append(self.call_method(node, env, local))
-            else:
-                raise CodegenError(f"unsupported op {op!r}", node)
-            env[node] = Name(local)
-        if result is None:
-            raise CodegenError(
-                f"graph of {scope.prefix.rstrip('.') or 'the root module'} has no output node"
-            )
-        return result
+    def lower_child(self, child: fx.GraphModule, path: str, node: fx.Node) -> Function:
+        if id(child) in self._in_progress:
+            raise CodegenError(f"GraphModule {path!r} calls itself", node)
+        self._in_progress.append(id(child))
+        try:
+            return self.function(child, prefix=path + ".", name="")  # named once placed
+        finally:
+            self._in_progress.pop()
 
     # -- control flow: see :mod:`.control` (imported for such a graph only)
 
@@ -677,85 +649,7 @@ class Lowerer:
             and self.subgraph(gm, node) is not None
         )
 
-    def input_checks(
-        self, checks: Sequence[Check], node: fx.Node, env: dict[fx.Node, Expr]
-    ) -> list[Check]:
-        """The ``checks`` of the ``call_module`` ``node``'s child
-        (``stitchgen_checks``: an exported program's, see
-        :class:`stitchgen.exported.InputChecks`) as code, each reading the
-        call's arguments."""
-        if node.users or node.kwargs:
-            raise CodegenError("input checks take no keywords, and no node reads them", node)
-        self.checked.add(str(node.target))
-        args = {ARGUMENT.format(i): self.arg(a, node, env) for i, a in enumerate(node.args)}
-
-        def bound(e: Any) -> Any:
-            if type(e) is Name and e.id.startswith(ARGUMENT.format("")):
-                if e.id not in args:
-                    raise CodegenError(f"an input check reads {e.id}, past the arguments", node)
-                return args[e.id]
-            return e
-
-        return [map_stmt(c, lambda e: map_expr(e, bound)) for c in checks]  # type: ignore[misc]
-
-    def placeholder(self, node: fx.Node, env: dict[fx.Node, Expr]) -> Param:
-        target = node.target
-        if type(target) is str and not node.args and target[:1] != "*":
-            return Param(node.name, None, "", target)  # the common case
-        target = str(target)
-        kind = "**" if target.startswith("**") else "*" if target.startswith("*") else ""
-        default = self.arg(node.args[0], node, env) if node.args else None
-        return Param(node.name, default, kind, keyword=target[len(kind) :])
-
-    # -- nodes ----------------------------------------------------------
-
-    def get_attr(self, gm: fx.GraphModule, node: fx.Node) -> Expr:
-        try:
-            value = fetch_attr(gm, str(node.target))
-        except AttributeError:
-            raise CodegenError("get_attr target is not an attribute of its module", node) from None
-        if is_primitive(value):
-            return Literal(value)
-        refuse_reference(value, node)
-        return self.decls.reference(value, hint=str(node.target))
-
-    def call_module(self, scope: Scope, node: fx.Node, local: str) -> None:
-        """The ``call_module`` ``node`` into ``scope``'s body: a call of the
-        child, its result assigned to ``local``, or where the child holds an
-        exported program's checks, those checks as code (no binding)."""
-        target = str(node.target)
-        path = scope.prefix + target
-        try:
-            child = fetch_attr(scope.gm, target)
-        except AttributeError:
-            child = _MISSING
-        checks = getattr(child, "stitchgen_checks", None)
-        if checks is not None:
-            scope.body.extend(self.input_checks(checks, node, scope.env))
-            return
-        args = self.args(node, scope.env)
-        kwargs = self.kwargs(node, scope.env) if node.kwargs else ()
-        decls = self.decls
-        if path in self.opaque:
-            callee: Any = decls.submod(path)
-        elif child is _MISSING:
-            raise CodegenError(
-                f"call_module target {target!r} is not a submodule of "
-                f"{scope.prefix.rstrip('.') or 'the root module'}",
-                node,
-            )
-        elif is_inlinable(child):
-            if self.lists_inlined:
-                decls.declare(path, inlined=True, child=child)
-            callee = self.inline(child, path, node)
-            if kwargs and path in decls.sharing:
-                renamed = decls.twin_keywords(path)
-                kwargs = tuple((renamed.get(k, k), v) for k, v in kwargs)
-        elif callable(child):
-            callee = decls.submod(path, child)
-        else:
-            raise CodegenError(f"call_module target {target!r} is not callable", node)
-        scope.call(node, callee, args, kwargs, local)
+    # -- calls ------------------------------------------------------------
 
     def unpack_targets(self, node: fx.Node, callee: FunctionRef) -> tuple[str, ...] | None:
         """The names of the getitems taking ``node``'s result apart, by item,
@@ -784,129 +678,19 @@ class Lowerer:
             names[index] = user.name
         return tuple(names)  # type: ignore[arg-type]  # size distinct indices: all named
 
-    def call_function(self, node: fx.Node, env: dict[fx.Node, Expr], local: str = "") -> Stmt:
-        target = node.target
-        local = local or node.name
-        if target is operator.getitem and len(node.args) == 2 and not node.kwargs:
-            obj = self.arg(node.args[0], node, env)
-            index = self.arg(node.args[1], node, env)
-            if type(obj) is TupleExpr and type(index) is Literal and type(index.value) is int:
-                if -len(obj.items) <= index.value < len(obj.items):  # an item of a flow's outputs
-                    return Assign(local, obj.items[index.value])
-            return GetItem(local, obj, index, self.where(node))
-        if not callable(target):
-            raise CodegenError("call_function target is not callable", node)
-        callee = self.decls.target_ref(target)
-        kwargs = self.kwargs(node, env) if node.kwargs else ()
-        return Call(local, callee, self.args(node, env), kwargs, node.name, self.where(node))
-
-    def call_method(self, node: fx.Node, env: dict[fx.Node, Expr], local: str = "") -> Call:
-        if not isinstance(node.target, str) or not node.args:
-            raise CodegenError("call_method needs a method name and a receiver", node)
-        receiver = self.arg(node.args[0], node, env)
-        args = tuple(self.arg(a, node, env) for a in node.args[1:])
-        method = MethodRef(receiver, node.target)
-        kwargs = self.kwargs(node, env)
-        return Call(local or node.name, method, args, kwargs, node.name, self.where(node))
-
     def where(self, node: fx.Node) -> str:
         """``node``'s source location (with ``source_lines``), else ``""``."""
         return source_location(node) if self.source_lines else ""
 
-    def args(self, node: fx.Node, env: dict[fx.Node, Expr]) -> tuple[Expr, ...]:
-        """``node``'s positional arguments (graph values looked up directly)."""
-        arg = self.arg
-        return tuple([(type(a) is _Node and env.get(a)) or arg(a, node, env) for a in node.args])
-
-    def kwargs(self, node: fx.Node, env: dict[fx.Node, Expr]) -> tuple[tuple[str, Expr], ...]:
-        out = []
-        for key, value in node.kwargs.items():
-            if not isinstance(key, str):
-                raise CodegenError(f"keyword argument name {key!r} is not a string", node)
-            out.append((key, self.arg(value, node, env)))
-        return tuple(out)
-
-    # -- children -------------------------------------------------------
-
-    def inline(self, child: fx.GraphModule, path: str, node: fx.Node) -> FunctionRef:
-        """The function of the inlined child ``path``: lowered on first use,
-        or its twin's (the same graph, lowered before) if it has one."""
-        decls = self.decls
-        known = decls.function_ref(path)
-        if known is not None:
-            return known
-        key = fingerprint(child, constants=self.policy, source_lines=self.source_lines)
-        twin = decls.twin_of.get(key) if key is not None else None
-        if twin is not None:
-            return decls.share(path, twin, child)
-        return decls.add_function(path, self.lower_child(child, path, node), key)
-
-    def lower_child(self, child: fx.GraphModule, path: str, node: fx.Node) -> Function:
-        if id(child) in self._in_progress:
-            raise CodegenError(f"GraphModule {path!r} calls itself", node)
-        self._in_progress.append(id(child))
-        try:
-            return self.function(child, prefix=path + ".", name="")  # named once placed
-        finally:
-            self._in_progress.pop()
-
-    # -- values ---------------------------------------------------------
-
-    def arg(self, a: Any, node: fx.Node, env: dict[fx.Node, Expr]) -> Expr:
-        """An FX argument (any nesting of nodes, displays and constants),
-        written as the convention's constant policy says: inline, as a
-        display, by a verified qualified name or lifted. A value that holds
-        graph values is never a constant: it is a display (a slice too) or
-        an error."""
-        kind = type(a)
-        policy = self.policy
-        if kind in policy.inline:
-            return Literal(a)
-        if kind is _Node or isinstance(a, fx.Node):
-            return self._node(a, node, env)
-        display = display_of(a, policy)
-        if display is list:
-            return ListExpr(tuple([self.arg(x, node, env) for x in a]))
-        if display is tuple:
-            return TupleExpr(tuple([self.arg(x, node, env) for x in a]))
-        if display is dict:
-            return DictExpr(
-                tuple([(self.arg(k, node, env), self.arg(v, node, env)) for k, v in a.items()])
-            )
-        if kind is slice and (policy.constant_slices or holds_node(a)):
-            return SliceExpr(
-                self.arg(a.start, node, env),
-                self.arg(a.stop, node, env),
-                self.arg(a.step, node, env),
-            )
-        if holds_node(a):
-            raise CodegenError(
-                f"argument of type {kind.__qualname__} holds graph values; only tuple, "
-                "list, dict and slice displays may",
-                node,
-            )
-        refuse_reference(a, node)
-        if policy.qualified_names:
-            return self.decls.reference(a, hint=hint_for(a))
-        # vLLM's: lifted, an IntEnum member too (its repr() is no code)
-        return self.decls.lift(a, hint_for(a))
-
-    def _node(self, a: fx.Node, node: fx.Node, env: dict[fx.Node, Expr]) -> Expr:
-        expr = env.get(a)
-        if expr is None:
-            where = "another graph" if a.graph is not node.graph else "later in the graph"
-            raise CodegenError(f"uses node {a.name!r} from {where}", node)
-        return expr
-
 
 class Scope:
-    """A body being lowered: a function's graph (:meth:`Lowerer.function`),
-    or a subgraph lowered where it runs (:meth:`Lowerer.in_place`), whose
-    nodes are named apart in the function's locals. What control flow
-    (:mod:`.control`) asks of the lowering, it asks of the scope it
-    lowers into."""
+    """A body being lowered, node by node: a function's graph
+    (:meth:`Lowerer.function`), or a subgraph lowered where it runs
+    (:meth:`Lowerer.in_place`), whose nodes are named apart in the
+    function's locals. What control flow (:mod:`.control`) asks of the
+    lowering, it asks of the scope it lowers into."""
 
-    __slots__ = ("body", "env", "gm", "inlined", "lowerer", "names", "prefix")
+    __slots__ = ("body", "decls", "env", "gm", "inlined", "lowerer", "names", "policy", "prefix")
 
     def __init__(
         self,
@@ -918,6 +702,7 @@ class Scope:
         names: Namespace | None = None,
     ) -> None:
         self.lowerer, self.gm, self.body = lowerer, gm, body
+        self.decls, self.policy = lowerer.decls, lowerer.policy  # (read for every argument)
         #: the graph's path in the root module ("" at the root, else ending in ".")
         self.prefix = prefix
         #: a subgraph lowered where it runs (its nodes renamed: they do not unpack calls)
@@ -935,13 +720,153 @@ class Scope:
             self.names = Namespace({n.name for n in self.gm.graph.nodes})
         return self.names
 
-    def read(self, arg: Any, node: fx.Node) -> Expr:
-        """``node``'s argument ``arg``, as the code reads it here."""
-        return self.lowerer.arg(arg, node, self.env)
+    def lower(self, params: list[Param]) -> Expr:
+        """The graph's nodes lowered into the body; what its output node
+        gives. A placeholder with no value here is one of ``params``."""
+        gm, env, body, lowerer = self.gm, self.env, self.body, self.lowerer
+        result: Expr | None = None
+        seen: set[str] = set()
+        for node in gm.graph.nodes:
+            if result is not None:
+                raise CodegenError("node follows the graph's output node", node)
+            local = node.name
+            if local in seen:  # names are our SSA variables: they must be unique
+                raise CodegenError("another node of this graph has the same name", node)
+            seen.add(local)
+            if node in env:  # an operand's placeholder; a node another statement assigns
+                continue
+            if self.inlined:
+                local = self.locals.create(local)
+            op = node.op
+            if op == "call_function":  # the common case first
+                if _is_hop(node.target) and lowerer.flows(gm, node):
+                    from .control import lower_flow  # for such a graph only
 
-    def function_of(self, child: fx.GraphModule, attribute: str, node: fx.Node) -> FunctionRef:
-        """The subgraph ``attribute`` as a function of the program."""
-        return self.lowerer.inline(child, self.prefix + attribute, node)
+                    env[node] = lower_flow(self, node, local, lowerer._plans[node])
+                    continue
+                body.append(self.call_function(node, local))
+            elif op == "call_module":
+                self.call_module(node, local)
+            elif op == "placeholder":
+                params.append(self.placeholder(node))
+            elif op == "output":
+                if len(node.args) != 1 or node.kwargs:
+                    raise CodegenError("output node must have exactly one argument", node)
+                result = self.arg(node.args[0], node)
+                continue
+            elif op == "get_attr":
+                if lowerer.feeds_flow(gm, node):
+                    continue  # a subgraph lowered where it runs: no binding
+                body.append(Assign(local, self.get_attr(node)))
+            elif op == "call_method":
+                body.append(self.call_method(node, local))
+            else:
+                raise CodegenError(f"unsupported op {op!r}", node)
+            env[node] = Name(local)
+        if result is None:
+            raise CodegenError(
+                f"graph of {self.prefix.rstrip('.') or 'the root module'} has no output node"
+            )
+        return result
+
+    # -- nodes ----------------------------------------------------------
+
+    def placeholder(self, node: fx.Node) -> Param:
+        target = node.target
+        if type(target) is str and not node.args and target[:1] != "*":
+            return Param(node.name, None, "", target)  # the common case
+        target = str(target)
+        kind = "**" if target.startswith("**") else "*" if target.startswith("*") else ""
+        default = self.arg(node.args[0], node) if node.args else None
+        return Param(node.name, default, kind, keyword=target[len(kind) :])
+
+    def get_attr(self, node: fx.Node) -> Expr:
+        try:
+            value = fetch_attr(self.gm, str(node.target))
+        except AttributeError:
+            raise CodegenError("get_attr target is not an attribute of its module", node) from None
+        if is_primitive(value):
+            return Literal(value)
+        refuse_reference(value, node)
+        return self.decls.reference(value, hint=str(node.target))
+
+    def call_function(self, node: fx.Node, local: str) -> Stmt:
+        target = node.target
+        where = self.lowerer.where(node)
+        if target is operator.getitem and len(node.args) == 2 and not node.kwargs:
+            obj, index = self.arg(node.args[0], node), self.arg(node.args[1], node)
+            if type(obj) is TupleExpr and type(index) is Literal and type(index.value) is int:
+                if -len(obj.items) <= index.value < len(obj.items):  # an item of a flow's outputs
+                    return Assign(local, obj.items[index.value])
+            return GetItem(local, obj, index, where)
+        if not callable(target):
+            raise CodegenError("call_function target is not callable", node)
+        callee = self.decls.target_ref(target)
+        kwargs = self.kwargs(node) if node.kwargs else ()
+        return Call(local, callee, self.args(node), kwargs, node.name, where)
+
+    def call_method(self, node: fx.Node, local: str) -> Call:
+        if not isinstance(node.target, str) or not node.args:
+            raise CodegenError("call_method needs a method name and a receiver", node)
+        method = MethodRef(self.arg(node.args[0], node), node.target)
+        args = tuple(self.arg(a, node) for a in node.args[1:])
+        return Call(local, method, args, self.kwargs(node), node.name, self.lowerer.where(node))
+
+    def call_module(self, node: fx.Node, local: str) -> None:
+        """The ``call_module`` ``node``: a call of the child, its result
+        assigned to ``local``, or where the child holds an exported
+        program's checks, those checks as code (no binding)."""
+        target, lowerer, decls = str(node.target), self.lowerer, self.decls
+        path = self.prefix + target
+        try:
+            child = fetch_attr(self.gm, target)
+        except AttributeError:
+            child = _MISSING
+        checks = getattr(child, "stitchgen_checks", None)
+        if checks is not None:
+            self.body.extend(self.input_checks(checks, node))
+            return
+        args = self.args(node)
+        kwargs = self.kwargs(node) if node.kwargs else ()
+        if path in lowerer.opaque:
+            callee: Any = decls.submod(path)
+        elif child is _MISSING:
+            raise CodegenError(
+                f"call_module target {target!r} is not a submodule of "
+                f"{self.prefix.rstrip('.') or 'the root module'}",
+                node,
+            )
+        elif is_inlinable(child):
+            if lowerer.lists_inlined:
+                decls.declare(path, inlined=True, child=child)
+            callee = lowerer.inline(child, path, node)
+            if kwargs and path in decls.sharing:
+                renamed = decls.twin_keywords(path)
+                kwargs = tuple((renamed.get(k, k), v) for k, v in kwargs)
+        elif callable(child):
+            callee = decls.submod(path, child)
+        else:
+            raise CodegenError(f"call_module target {target!r} is not callable", node)
+        self.call(node, callee, args, kwargs, local)
+
+    def input_checks(self, checks: Sequence[Check], node: fx.Node) -> list[Check]:
+        """The ``checks`` of the ``call_module`` ``node``'s child
+        (``stitchgen_checks``: an exported program's, see
+        :class:`stitchgen.exported.InputChecks`) as code, each reading the
+        call's arguments."""
+        if node.users or node.kwargs:
+            raise CodegenError("input checks take no keywords, and no node reads them", node)
+        self.lowerer.checked.add(str(node.target))
+        args = {ARGUMENT.format(i): self.arg(a, node) for i, a in enumerate(node.args)}
+
+        def bound(e: Any) -> Any:
+            if type(e) is Name and e.id.startswith(ARGUMENT.format("")):
+                if e.id not in args:
+                    raise CodegenError(f"an input check reads {e.id}, past the arguments", node)
+                return args[e.id]
+            return e
+
+        return [map_stmt(c, lambda e: map_expr(e, bound)) for c in checks]  # type: ignore[misc]
 
     def call(
         self,
@@ -964,6 +889,12 @@ class Scope:
                 return
         self.body.append(Call(local or node.name, callee, args, kwargs, node.name, where))
 
+    # -- control flow's (:class:`.control.Scope`) ---------------------------
+
+    def function_of(self, child: fx.GraphModule, attribute: str, node: fx.Node) -> FunctionRef:
+        """The subgraph ``attribute`` as a function of the program."""
+        return self.lowerer.inline(child, self.prefix + attribute, node)
+
     def in_place(
         self, child: fx.GraphModule, attribute: str, operands: Sequence[Expr], into: list[Stmt]
     ) -> Expr:
@@ -972,14 +903,65 @@ class Scope:
         return self.lowerer.in_place(child, path, operands, into, self.locals)
 
     def uses(self, *refs: GlobalRef) -> None:
-        self.lowerer.decls.uses(*refs)
+        self.decls.uses(*refs)
+
+    # -- values ---------------------------------------------------------
+
+    def args(self, node: fx.Node) -> tuple[Expr, ...]:
+        """``node``'s positional arguments (graph values looked up directly)."""
+        env, arg = self.env, self.arg
+        return tuple([(type(a) is _Node and env.get(a)) or arg(a, node) for a in node.args])
+
+    def kwargs(self, node: fx.Node) -> tuple[tuple[str, Expr], ...]:
+        out = []
+        for key, value in node.kwargs.items():
+            if not isinstance(key, str):
+                raise CodegenError(f"keyword argument name {key!r} is not a string", node)
+            out.append((key, self.arg(value, node)))
+        return tuple(out)
+
+    def arg(self, a: Any, node: fx.Node) -> Expr:
+        """An FX argument of ``node`` (any nesting of nodes, displays and
+        constants), as the code reads it here, written as the convention's
+        constant policy says: inline, as a display, by a verified qualified
+        name or lifted. A value that holds graph values is never a constant:
+        it is a display (a slice too) or an error."""
+        kind = type(a)
+        policy = self.policy
+        if kind in policy.inline:
+            return Literal(a)
+        if kind is _Node or isinstance(a, fx.Node):
+            expr = self.env.get(a)
+            if expr is None:
+                where = "another graph" if a.graph is not node.graph else "later in the graph"
+                raise CodegenError(f"uses node {a.name!r} from {where}", node)
+            return expr
+        display = display_of(a, policy)
+        if display is list:
+            return ListExpr(tuple([self.arg(x, node) for x in a]))
+        if display is tuple:
+            return TupleExpr(tuple([self.arg(x, node) for x in a]))
+        if display is dict:
+            return DictExpr(tuple([(self.arg(k, node), self.arg(v, node)) for k, v in a.items()]))
+        if kind is slice and (policy.constant_slices or holds_node(a)):
+            return SliceExpr(
+                self.arg(a.start, node), self.arg(a.stop, node), self.arg(a.step, node)
+            )
+        if holds_node(a):
+            raise CodegenError(
+                f"argument of type {kind.__qualname__} holds graph values; only tuple, "
+                "list, dict and slice displays may",
+                node,
+            )
+        refuse_reference(a, node)
+        if policy.qualified_names:
+            return self.decls.reference(a, hint=hint_for(a))
+        # vLLM's: lifted, an IntEnum member too (its repr() is no code)
+        return self.decls.lift(a, hint_for(a))
 
 
 # ==========================================================================
 # The lowering's entry: :func:`build_program`.
-
-
-_DEFAULTS = Options()
 
 
 def build_program(

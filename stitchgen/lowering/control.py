@@ -90,7 +90,7 @@ class Scope(Protocol):
 
     @property
     def locals(self) -> Namespace: ...  # the function's locals, to name apart in
-    def read(self, arg: Any, node: fx.Node) -> Expr: ...
+    def arg(self, a: Any, node: fx.Node) -> Expr: ...  # node's argument, as read here
     def function_of(self, child: fx.GraphModule, attribute: str, node: fx.Node) -> FunctionRef: ...
     def call(
         self, node: fx.Node, callee: Any, args: tuple[Expr, ...], kwargs: tuple[()], local: str
@@ -267,11 +267,11 @@ def _shape(child: fx.GraphModule) -> int | str | None:
 def lower_flow(scope: Scope, node: fx.Node, local: str, plan: Plan) -> Expr:
     """``node`` lowered by its ``plan`` into ``scope``'s body (``local``:
     the node's own local); its value, for the nodes that read it."""
-    operands = [scope.read(a, node) for a in plan.operands]
+    operands = [scope.arg(a, node) for a in plan.operands]
     if plan.kind in _MODES:  # the subgraph, called under its grad mode or autocast
         attribute, child = plan.subgraphs[0]
         run, at = _MODES[plan.kind]
-        settings = [scope.read(a, node) for a in node.args[:at]]
+        settings = [scope.arg(a, node) for a in node.args[:at]]
         callee: Any = scope.function_of(child, attribute, node)  # passed as an argument
         scope.call(node, run, (*settings, callee, *operands), (), local)
         scope.uses(run)
@@ -291,7 +291,7 @@ def lower_flow(scope: Scope, node: fx.Node, local: str, plan: Plan) -> Expr:
             out = scope.in_place(child, attribute, operands, arm)
             arm.append(Rebind(targets, _items(out, plan.width), tied))
             arms.append(tuple(arm))
-        scope.body.append(If(targets, scope.read(node.args[0], node), arms[0], arms[1]))
+        scope.body.append(If(targets, scope.arg(node.args[0], node), arms[0], arms[1]))
     else:  # while_loop: the carried values, then the condition and the body each iteration
         carried = len(targets)
         inputs = [*(Name(t) for t in targets), *operands[carried:]]
