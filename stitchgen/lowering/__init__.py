@@ -560,22 +560,6 @@ class Lowerer:
         scope.body.append(Return(scope.lower(params)))
         return Function(name, tuple(params), tuple(scope.body), origin=prefix.rstrip("."))
 
-    def in_place(
-        self,
-        gm: fx.GraphModule,
-        prefix: str,
-        operands: Sequence[Expr],
-        body: list[Stmt],
-        names: Namespace,
-    ) -> Expr:
-        """``gm``, a subgraph lowered where it runs (a ``cond``'s branch, a
-        loop's condition or body), into ``body``: its placeholders are
-        ``operands`` (as many as it has: :mod:`.control` checked), its nodes
-        named apart in ``names``, the function's locals. What it gives."""
-        scope = Scope(self, gm, prefix, body, inlined=True, names=names)
-        scope.env.update(zip(gm.graph.find_nodes(op="placeholder"), operands, strict=True))
-        return scope.lower([])
-
     def inline(self, child: fx.GraphModule, path: str, node: fx.Node) -> FunctionRef:
         """The function of the inlined child ``path``: lowered on first use,
         or its twin's (the same graph, lowered before) if it has one."""
@@ -686,8 +670,8 @@ class Lowerer:
 class Scope:
     """A body being lowered, node by node: a function's graph
     (:meth:`Lowerer.function`), or a subgraph lowered where it runs
-    (:meth:`Lowerer.in_place`), whose nodes are named apart in the
-    function's locals. What control flow (:mod:`.control`) asks of the
+    (:meth:`in_place`), whose nodes are named apart in the function's
+    locals. What control flow (:mod:`.control`) asks of the
     lowering, it asks of the scope it lowers into."""
 
     __slots__ = ("body", "decls", "env", "gm", "inlined", "lowerer", "names", "policy", "prefix")
@@ -898,9 +882,15 @@ class Scope:
     def in_place(
         self, child: fx.GraphModule, attribute: str, operands: Sequence[Expr], into: list[Stmt]
     ) -> Expr:
-        """The subgraph ``attribute`` lowered where it runs, into ``into``."""
+        """The subgraph ``attribute`` (a ``cond``'s branch, a loop's
+        condition or body) lowered where it runs, into ``into``: its
+        placeholders are ``operands`` (as many as it has: :mod:`.control`
+        checked), its nodes named apart in the function's locals. What it
+        gives."""
         path = f"{self.prefix}{attribute}."
-        return self.lowerer.in_place(child, path, operands, into, self.locals)
+        scope = Scope(self.lowerer, child, path, into, inlined=True, names=self.locals)
+        scope.env.update(zip(child.graph.find_nodes(op="placeholder"), operands, strict=True))
+        return scope.lower([])
 
     def uses(self, *refs: GlobalRef) -> None:
         self.decls.uses(*refs)
