@@ -625,13 +625,10 @@ class Lowerer:
         lowered as code (it is then no binding of the code's)? A weight or
         buffer such an operator reads as an operand stays one."""
         users = node.users
-        return (
-            bool(users)
-            and all(
-                u.op == "call_function" and _is_hop(u.target) and self.flows(gm, u) for u in users
-            )
-            and self.subgraph(gm, node) is not None
-        )
+        lowered = all(u.op == "call_function" and _is_hop(u.target) for u in users)
+        if not users or not lowered or not all(self.flows(gm, u) for u in users):
+            return False
+        return self.subgraph(gm, node) is not None
 
     # -- calls ------------------------------------------------------------
 

@@ -60,21 +60,14 @@ from ..ir import (
 
 __all__ = ["LOWERED", "Plan", "Scope", "lower_flow", "plan_for"]
 
-#: the higher-order operators lowered as code (by ``torch.ops.higher_order`` name)
-LOWERED = (
-    "cond",
-    "while_loop",
-    "invoke_subgraph",
-    "wrap",
-    "wrap_with_set_grad_enabled",
-    "wrap_with_autocast",
-)
 #: a mode's wrapper, by name: what runs its subgraph under grad mode or
 #: autocast, and how many settings come before the subgraph
 _MODES = {
     "wrap_with_set_grad_enabled": (GlobalRef("stitchgen.runtime", "grad_mode"), 1),
     "wrap_with_autocast": (GlobalRef("stitchgen.runtime", "autocast"), 4),
 }
+#: the higher-order operators lowered as code (by ``torch.ops.higher_order`` name)
+LOWERED = ("cond", "while_loop", "invoke_subgraph", "wrap", *_MODES)
 
 _Subgraph = tuple[str, fx.GraphModule]
 
