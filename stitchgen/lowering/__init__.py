@@ -13,10 +13,11 @@ This module holds the lowering, one concept from FX graph to raw program,
 in five sections: what is read from FX (how argument values are
 classified, and how an object is named by an exact qualified name,
 :func:`qualified_ref`), the twin fingerprint (:func:`fingerprint`, which
-classifies a value in the order the lowerer's ``arg`` does: they change
+classifies a value in the order ``Scope.arg`` does: they change
 together), the declarations (what the program declares across its graphs:
 imports, constants, bindings, inlined functions and twins), the lowerer
-(one graph's nodes, children and values), and :func:`build_program`. It
+(the :class:`Lowerer`, what is the program's, and a :class:`Scope`, one
+body's nodes and values), and :func:`build_program`. It
 runs past 800 lines for that reason: each section reads the one before,
 and the compile path pays one import for all. Beside it, ``pytree`` (the
 pytree calling convention) is imported for such a graph only.

@@ -85,9 +85,7 @@ class Scope(Protocol):
     def locals(self) -> Namespace: ...  # the function's locals, to name apart in
     def arg(self, a: Any, node: fx.Node) -> Expr: ...  # node's argument, as read here
     def function_of(self, child: fx.GraphModule, attribute: str, node: fx.Node) -> FunctionRef: ...
-    def call(
-        self, node: fx.Node, callee: Any, args: tuple[Expr, ...], kwargs: tuple[()], local: str
-    ) -> None: ...
+    def call(self, node: fx.Node, callee: Any, args: tuple[Expr, ...], *, local: str) -> None: ...
     def in_place(
         self, child: fx.GraphModule, attribute: str, operands: Sequence[Expr], into: list[Stmt]
     ) -> Expr: ...
@@ -266,12 +264,12 @@ def lower_flow(scope: Scope, node: fx.Node, local: str, plan: Plan) -> Expr:
         run, at = _MODES[plan.kind]
         settings = [scope.arg(a, node) for a in node.args[:at]]
         callee: Any = scope.function_of(child, attribute, node)  # passed as an argument
-        scope.call(node, run, (*settings, callee, *operands), (), local)
+        scope.call(node, run, (*settings, callee, *operands), local=local)
         scope.uses(run)
         return Name(local)
     if plan.kind in ("invoke_subgraph", "wrap"):
         attribute, child = plan.subgraphs[0]
-        scope.call(node, scope.function_of(child, attribute, node), tuple(operands), (), local)
+        scope.call(node, scope.function_of(child, attribute, node), tuple(operands), local=local)
         return Name(local)  # (read by no node where the call unpacks)
     targets = _targets(scope, node, local, plan.width)
     tensors = _tensors(plan.operands, operands)  # what a tie ties the outputs to
