@@ -687,9 +687,12 @@ class Emitter:
         self.wrapped(f"{inner}{head}({', '.join(items)})", inner, head, items)
 
     def value(self, indent: str, head: str, value: object) -> None:
-        brackets = _OPENING.get(type(value)) if self.black else None
-        if brackets is None:
-            self.line(f"{indent}{head}{self.writer.source(value)}")
+        """``head`` and ``value``; a display that does not fit split as
+        black splits it."""
+        text = f"{indent}{head}{self.writer.source(value)}"
+        brackets = _OPENING.get(type(value))
+        if brackets is None or self.fits(text):
+            self.line(text)
             return
         items = self.writer.display_items(value)
         one_tuple = type(value) is TupleExpr and len(items) == 1
