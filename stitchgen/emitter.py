@@ -369,12 +369,10 @@ class Emitter:
         split: bool = True,
         **how: bool,
     ) -> None:
-        """The line ``text`` (``indent + head + "(" + items + closing``, or a
-        shorter form of it); in black's layout, where it does not fit, split
-        as black splits ``head(items)`` (:func:`stitchgen.layout.bracketed`;
-        ``how``: its keywords), or where black's split is not known
-        (``split=False``) an ``Unsure``. The one place a line's break is
-        decided: the methods never ask which layout they write in."""
+        """The line ``text`` (``head(items)``, or a shorter form of it); where
+        it does not fit (:meth:`fits`), ``head(items)`` split as black splits
+        it (:func:`stitchgen.layout.bracketed`, ``how`` its keywords), or
+        ``Unsure`` where black's split is not known (``split=False``)."""
         if self.fits(text):
             self.out.append(text + "\n")
         elif not split:

@@ -1,9 +1,6 @@
-"""What a caller asks of every stage: :class:`Options`, the keywords of
-:func:`stitchgen.generate`, :func:`~stitchgen.compile`,
-:func:`~stitchgen.lower` and the backend, declared once (and
-:class:`ConstPool`, the value of one of them). It sits under the stages:
-each reads the fields it uses, and none is visited to make or replace
-options.
+""":class:`Options`, what a caller asks of every stage (and
+:class:`ConstPool`, one option's value): under the stages, each of which
+reads the fields it uses.
 """
 
 from __future__ import annotations
@@ -70,16 +67,12 @@ class Options:
       source location (``# model.py:42 in forward``), which tracebacks, the
       dump and ``stitchgen show`` then name; it costs nothing per call;
     * ``unpack=False``: every piece result taken apart with one getitem per
-      item. By default a call of an inlined child whose result is read only
-      by one ``getitem`` per item (indices ``0 .. n-1``, each once; none with
-      a source location) is unpacked where the piece is called, ``a, b =
-      inlined_submod_0(x)`` (:class:`~stitchgen.ir.UnpackCall`), and the
-      tuple is never a local to take apart and delete: a decoder's entry
-      shrinks to about a third of its lines, and ``compile()`` of the module
-      with it. Same objects, same order of calls. A result read any other
-      way (passed on, returned, a computed index, an item unread), or a
-      piece called through a binding (whose result's length the code cannot
-      know), keeps a ``getitem`` per item;
+      item. By default a call of an inlined child whose result only those
+      getitems read (:meth:`~stitchgen.lowering.Lowerer.unpack_targets` says
+      when) is unpacked where it is called, ``a, b = inlined_submod_0(x)``
+      (:class:`~stitchgen.ir.UnpackCall`), and the tuple is never a local to
+      take apart and delete: a decoder's entry shrinks to about a third of
+      its lines, and ``compile()`` of the module with it;
     * ``check_inputs=False``: for a ``torch.export.ExportedProgram``, no
       input checks (``ep.module()``'s, written as code by default:
       :mod:`stitchgen.exported`).

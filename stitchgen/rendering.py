@@ -8,13 +8,9 @@ original and call ``super()`` — and which extra filters and globals they may
 use. Each ``Templates`` builds its Jinja environment once, in the one factory
 here; plain ``template_dirs`` share cached ``Templates``.
 
-Safety: the environment (``environment.py``, sandboxed) prints only
-:class:`~stitchgen.filters.Code` (what our filters return), template
-output, ints and the program's own names, and refuses every other way Jinja
-has to mark text "safe" (``e``, ``safe``, ``join``, ``~``, ``+`` …) where it
-would take data in. A template that prints a raw constant fails with a
-:class:`~stitchgen.errors.TemplateError` naming its file and line; it can
-never turn a string constant into code.
+Safety: what the sandboxed environment prints and refuses is
+``environment.py``'s; a template that prints a raw constant fails with a
+:class:`~stitchgen.errors.TemplateError` naming its file and line.
 
 Fast path: where the shipped templates are in effect (the built-ins, or a
 shipped variant's, not overridden), ``emitter.py`` writes their output

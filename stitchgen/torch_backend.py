@@ -77,8 +77,7 @@ def backend(
     the pieces with generated code (``options``: :class:`stitchgen.Options`,
     as :func:`stitchgen.compile` takes them, e.g. ``templates="profiled"``; options it
     cannot honour — ``boxed=True``, an unknown option — are refused here, at
-    construction). ``opaque`` names pieces to call as the modules they are
-    instead of inlining them. ``split_ops`` are alternatives (see
+    construction). ``split_ops`` are alternatives (see
     :func:`stitchgen.split_graph`); a graph that calls none of them — the
     graph after a graph break, a tail such as an LM head — compiles as one
     piece, silently; ``strict=True`` makes that a :class:`stitchgen.CodegenError`.

@@ -532,9 +532,8 @@ class Lowerer:
     def __init__(
         self, options: Options, formats: Mapping[str, str], convention: Convention = CLOSURE
     ) -> None:
-        #: children called through bindings even if they are GraphModules
+        #: the options it reads (:class:`~stitchgen.options.Options` says what each does)
         self.opaque = frozenset(options.opaque)
-        #: trailing source-location comments; piece results unpacked where called
         self.source_lines = options.lines
         self.unpack = options.unpack
         #: how argument values are written (the convention's constant policy)
@@ -669,8 +668,7 @@ class Scope:
     """A body being lowered, node by node: a function's graph
     (:meth:`Lowerer.function`), or a subgraph lowered where it runs
     (:meth:`in_place`), whose nodes are named apart in the function's
-    locals. What control flow (:mod:`.control`) asks of the
-    lowering, it asks of the scope it lowers into."""
+    locals; control flow lowers into one (:class:`.control.Scope`)."""
 
     __slots__ = ("body", "decls", "env", "gm", "inlined", "lowerer", "names", "policy", "prefix")
 

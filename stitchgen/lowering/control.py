@@ -24,8 +24,7 @@ does not know (another signature, a subgraph with hooks or a calling
 convention of its own), is called as any operator is: :func:`plan_for`
 says which, and why (the lowering warns with it:
 :class:`~stitchgen.errors.LeftAsCallWarning`). Imported by the lowering for
-a graph holding a higher-order operator only; what it asks of the
-lowering is a :class:`Scope`'s.
+a graph holding a higher-order operator only.
 """
 
 from __future__ import annotations
