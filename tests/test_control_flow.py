@@ -387,6 +387,36 @@ def test_a_loop_inside_a_branch_hands_back_what_the_operator_does_under_grad():
         assert_runs_same(fn, gm, (torch.ones(2, requires_grad=True), torch.tensor(2), p))
 
 
+def test_a_loop_feeding_a_cond_inside_a_branch_gives_autograds_gradient():
+    """Inside a cond's branch, a while_loop whose value reaches another cond,
+    one of whose arms hands it back: torch's backward gives the branch's input a
+    wrong gradient (torch 2.11 to 2.15); the code gives autograd's of what
+    it computes. The fuzz leaves a loop feeding a cond inside a branch to
+    this test (``tests/e2e/test_fuzz.py``)."""
+    from torch.fx.experimental.proxy_tensor import make_fx
+
+    cond, loop = HIGHER_ORDER.cond, HIGHER_ORDER.while_loop
+
+    def arm(a, b, p):
+        start = torch.zeros((), dtype=torch.int64)
+        value = loop(lambda i, v: i < 2, lambda i, v: (i + 1, torch.sin(v)), (start, b), ())[1]
+        square = lambda v: (torch.sin(v * v),) * 2  # noqa: E731
+        twice = cond(p, lambda v: (v + v, v), square, (value,))[0]  # (one arm hands v back)
+        return (torch.sin(twice + (value + a)),)
+
+    def program(x, p):
+        return cond(p, arm, lambda a, b, p: (torch.sin(b),), (x, x, p))[0]
+
+    x, p = torch.tensor([2.0, 0.5, -1.0], requires_grad=True), torch.tensor(True)
+    gm = make_fx(program)(x.detach(), p)
+    (ours,) = torch.autograd.grad(stitchgen.compile(gm)(x, p).sum(), x)
+    v = torch.sin(torch.sin(x))  # the code computes sin(3 * v + x)
+    expected = torch.cos(3 * v + x) * (3 * torch.cos(torch.sin(x)) * torch.cos(x) + 1)
+    torch.testing.assert_close(ours, expected.detach())
+    (operator_s,) = torch.autograd.grad(gm(x, p).sum(), x)
+    assert not torch.allclose(operator_s, expected)  # torch's, wrong for this shape
+
+
 def _loop_sub(out, val=None):
     """A loop's subgraph: (i, v) in, what ``out`` builds out (its metadata ``val``)."""
 

@@ -8,11 +8,12 @@ profile.
 import os
 
 import pytest
+import torch
 import torch.fx as fx
 from builders import SHAPES
 from control_flow_graphs import control_flow_graphs
 from golden_cases import loops_run_under_grad
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 from oracle import assert_runs_same, assert_same
 from stitching_graphs import stitching_graphs
@@ -100,7 +101,11 @@ def test_random_control_flow_graphs_give_the_operators_gradients_on_every_path(d
     """With ``x`` and ``y`` requiring grad: the same outputs require grad and
     every input gets the same gradient (zeros where a path never reads it),
     but at a loop that runs no iteration, where the operator's backward runs
-    one body step (ruled: ours is the identity's, the README says so)."""
+    one body step (ruled: ours is the identity's, the README says so). Not
+    drawn: a loop whose value reaches a cond inside another operator's
+    subgraph, where torch's backward can be wrong (torch 2.11 to 2.15:
+    ``test_control_flow.py`` holds the code to autograd's gradient there)."""
+    assume(not _loop_feeds_a_cond_in_a_subgraph(drawn.gm))  # (torch's gradient: wrong there)
     fn = stitchgen.compile(drawn.gm)
     graphs = (m.graph for m in drawn.gm.modules() if isinstance(m, fx.GraphModule))
     loops = any("while_loop" in str(graph) for graph in graphs)
@@ -108,3 +113,19 @@ def test_random_control_flow_graphs_give_the_operators_gradients_on_every_path(d
         if int(inputs[-1]) == 0 and loops:
             continue
         assert_runs_same(fn, fx.Interpreter(drawn.gm).run, inputs, drawn.gm)
+
+
+def _loop_feeds_a_cond_in_a_subgraph(gm):
+    """Does a ``while_loop``'s value reach a ``cond`` (through any nodes) in
+    a subgraph of ``gm``?"""
+    for name, module in gm.named_modules():
+        if not name or not isinstance(module, fx.GraphModule):
+            continue
+        reached = set()
+        for node in module.graph.nodes:
+            fed = any(a in reached for a in node.all_input_nodes)
+            if fed and node.target is torch.ops.higher_order.cond:
+                return True
+            if fed or node.target is torch.ops.higher_order.while_loop:
+                reached.add(node)
+    return False
